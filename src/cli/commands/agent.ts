@@ -1,0 +1,98 @@
+import type { Command } from 'commander';
+import type { Agent } from '../../schemas.js';
+import { adminClient, configOf } from '../context.js';
+import { usageError } from '../exit.js';
+import { ago, emit, fields, table } from '../output.js';
+
+function list(value: string, previous: string[] = []): string[] {
+  return [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
+}
+
+function expiry(value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const match = /^(\d+)([mhd])$/.exec(value);
+  if (!match) throw usageError(`--expires-in must look like 30m, 12h or 90d, got "${value}"`);
+  const unit = { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
+  return new Date(Date.now() + Number(match[1]) * unit);
+}
+
+export function agentDetail(agent: Agent): string {
+  return fields([
+    ['id', agent.id],
+    ['display name', agent.display_name],
+    ['capabilities', agent.capabilities.join(', ') || '-'],
+    ['max concurrent', agent.max_concurrent],
+    ['active', agent.is_active ? 'yes' : 'no'],
+    ['last heartbeat', ago(agent.last_heartbeat)],
+    ['status', agent.status_message],
+    ['created', agent.created_at],
+  ]);
+}
+
+export function registerAgent(program: Command): void {
+  const agent = program.command('agent').description('register agents and manage their tokens (service-role key)');
+
+  agent.command('create <id>')
+    .description('register an agent and print its access token')
+    .option('-c, --capabilities <list>', 'comma-separated capabilities (repeatable)', list)
+    .option('-n, --display-name <name>', 'a name for people')
+    .option('--max-concurrent <n>', 'how many tasks it may hold at once', (v) => Number(v))
+    .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)')
+    .addHelpText('after', '\nExample:\n  $ baton agent create cheenu --capabilities research,web --display-name "Cheenu"\n  $ export BATON_AGENT_TOKEN=$(baton agent create coder --json | jq -r .token)')
+    .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; expiresIn?: string }, command: Command) => {
+      const config = configOf(command);
+      const { agent: created, token } = await adminClient(config).createAgent({
+        id,
+        capabilities: opts.capabilities,
+        displayName: opts.displayName,
+        maxConcurrent: opts.maxConcurrent,
+        tokenExpiresAt: expiry(opts.expiresIn),
+      });
+      emit(config, { id: created.id, token, agent: created }, () =>
+        `Agent ${created.id} registered. Its token (keep it secret; it acts as this agent):\n${token}\n\n` +
+        `Use it with: export BATON_AGENT_TOKEN=<token>`);
+    });
+
+  agent.command('token <id>')
+    .description('issue another token for an existing agent')
+    .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)')
+    .addHelpText('after', '\nExample:\n  $ baton agent token cheenu --expires-in 30d')
+    .action(async (id: string, opts: { expiresIn?: string }, command: Command) => {
+      const config = configOf(command);
+      const token = await adminClient(config).issueToken(id, expiry(opts.expiresIn));
+      emit(config, { id, token }, () => token);
+    });
+
+  agent.command('revoke <id>')
+    .description('revoke every token of the agent, at once')
+    .addHelpText('after', '\nExample:\n  $ baton agent revoke cheenu')
+    .action(async (id: string, _opts, command: Command) => {
+      const config = configOf(command);
+      const revoked = await adminClient(config).revokeAgent(id);
+      emit(config, { id, revoked }, () => `Revoked ${revoked} token(s) of ${id}; they stop working now.`);
+    });
+
+  agent.command('list')
+    .description('list every registered agent')
+    .addHelpText('after', '\nExample:\n  $ baton agent list --json')
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      const agents = await adminClient(config).listAgents();
+      emit(config, agents, (rows) => table(rows, [
+        ['ID', (a) => a.id],
+        ['NAME', (a) => a.display_name],
+        ['CAPABILITIES', (a) => a.capabilities.join(',')],
+        ['ACTIVE', (a) => (a.is_active ? 'yes' : 'no')],
+        ['HEARTBEAT', (a) => ago(a.last_heartbeat)],
+      ]));
+    });
+
+  agent.command('show <id>')
+    .description('show one agent')
+    .addHelpText('after', '\nExample:\n  $ baton agent show cheenu')
+    .action(async (id: string, _opts, command: Command) => {
+      const config = configOf(command);
+      const found = await adminClient(config).getAgent(id);
+      emit(config, found, agentDetail);
+    });
+}

@@ -1,0 +1,84 @@
+import type { Command } from 'commander';
+import { createLogger } from '../../logger.js';
+import { startStack } from '../../stack/index.js';
+import { startInBackground, stopInBackground } from '../../stack/background.js';
+import { stackPaths } from '../../stack/paths.js';
+import { readRuntime, readSecrets, stackEnv } from '../../stack/state.js';
+import { cliEntry, configOf } from '../context.js';
+import { ExitError, exitCodes } from '../exit.js';
+import { emit, fields } from '../output.js';
+
+export function registerStack(program: Command): void {
+  const stack = program.command('stack').description('run the embedded Supabase-compatible stack (Postgres, PostgREST, gateway)');
+
+  stack.command('start')
+    .description('start the stack in the background and wait until its API answers')
+    .addHelpText('after', '\nExample:\n  $ baton stack start --api-port 54321 --db-port 54322\n  $ eval "$(baton stack env)"')
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      const { alreadyRunning, runtime } = await startInBackground({
+        dir: config.stackDir, apiPort: config.apiPort, dbPort: config.dbPort, cliEntry,
+      });
+      emit(config, { running: true, alreadyRunning, ...runtime, dir: config.stackDir }, () =>
+        alreadyRunning
+          ? `The stack in ${config.stackDir} is already running (API on port ${runtime.apiPort}, pid ${runtime.pid}).`
+          : `Stack started: API http://127.0.0.1:${runtime.apiPort}, database port ${runtime.dbPort} (pid ${runtime.pid}).\n` +
+            'Print its settings with: baton stack env');
+    });
+
+  stack.command('stop')
+    .description('stop the background stack; its data stays for the next start')
+    .addHelpText('after', '\nExample:\n  $ baton stack stop')
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      const stopped = await stopInBackground(config.stackDir);
+      emit(config, { stopped, dir: config.stackDir }, () =>
+        stopped ? 'Stack stopped; its data is kept.' : `No stack is running in ${config.stackDir}.`);
+    });
+
+  stack.command('status')
+    .description('say whether the stack runs, and where')
+    .addHelpText('after', '\nExample:\n  $ baton stack status --json')
+    .action((_opts, command: Command) => {
+      const config = configOf(command);
+      const runtime = readRuntime(config.stackDir);
+      emit(config, { running: Boolean(runtime), dir: config.stackDir, ...runtime }, () =>
+        runtime
+          ? fields([
+            ['status', 'running'], ['api', `http://127.0.0.1:${runtime.apiPort}`], ['database port', runtime.dbPort],
+            ['pid', runtime.pid], ['since', runtime.startedAt], ['folder', config.stackDir],
+          ])
+          : `not running (folder ${config.stackDir}); start it with: baton stack start`);
+    });
+
+  stack.command('env')
+    .description('print the settings agents and tools need, as KEY=VALUE lines')
+    .addHelpText('after', '\nExample:\n  $ baton stack env > .env\n  $ eval "$(baton stack env | sed \'s/^/export /\')"')
+    .action((_opts, command: Command) => {
+      const config = configOf(command);
+      const runtime = readRuntime(config.stackDir);
+      const secrets = readSecrets(config.stackDir);
+      if (!runtime || !secrets) {
+        throw new ExitError(`no stack is running in ${config.stackDir}`, exitCodes.refused, 'Start it first: baton stack start');
+      }
+      const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
+      emit(config, env, (e) => Object.entries(e).map(([k, v]) => `${k}=${v}`).join('\n'));
+    });
+
+  stack.command('serve', { hidden: true })
+    .description('run the stack in the foreground until SIGINT or SIGTERM (what `start` runs in the background)')
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      const log = createLogger();
+      const running = await startStack({ dir: config.stackDir, apiPort: config.apiPort, dbPort: config.dbPort, log });
+      await new Promise<void>((resolve) => {
+        const shutdown = (signal: string) => {
+          log.info({ signal }, 'stopping the stack');
+          running.stop().then(resolve, (err) => { log.error({ err }, 'stop failed'); resolve(); });
+        };
+        process.once('SIGTERM', () => shutdown('SIGTERM'));
+        process.once('SIGINT', () => shutdown('SIGINT'));
+      });
+      log.info({ log: stackPaths(config.stackDir).log }, 'stack stopped');
+    });
+}

@@ -1,0 +1,73 @@
+/** What every command needs: the merged config and clients built from it. */
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { createAdminClient, type AdminClient } from '../client/admin.js';
+import { createBatonClient, type BatonClient } from '../client/agent.js';
+import { loadConfig, type BatonConfig } from '../config.js';
+import { readRuntime, readSecrets, stackEnv } from '../stack/state.js';
+import { usageError } from './exit.js';
+import type { OutputOptions } from './output.js';
+
+export const cliEntry = fileURLToPath(new URL('./index.js', import.meta.url));
+
+export interface GlobalOptions extends OutputOptions {
+  url?: string;
+  dir?: string;
+  apiPort?: string;
+  dbPort?: string;
+}
+
+export function configOf(command: Command): BatonConfig & OutputOptions {
+  const g = command.optsWithGlobals<GlobalOptions>();
+  const config = loadConfig({
+    url: g.url,
+    stackDir: g.dir,
+    apiPort: g.apiPort === undefined ? undefined : Number(g.apiPort),
+    dbPort: g.dbPort === undefined ? undefined : Number(g.dbPort),
+  });
+  return { ...config, json: g.json };
+}
+
+interface Endpoint {
+  url: string;
+  anonKey?: string;
+  serviceRoleKey?: string;
+  jwtSecret?: string;
+}
+
+/** The project named by SUPABASE_URL and its keys, or else the local stack running in the stack folder. */
+function endpoint(config: BatonConfig): Endpoint {
+  if (config.url) return config as Endpoint;
+  const runtime = readRuntime(config.stackDir);
+  const secrets = readSecrets(config.stackDir);
+  if (runtime && secrets) {
+    const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
+    return {
+      url: env.SUPABASE_URL,
+      anonKey: config.anonKey ?? env.SUPABASE_ANON_KEY,
+      serviceRoleKey: config.serviceRoleKey ?? env.SUPABASE_SERVICE_ROLE_KEY,
+      jwtSecret: config.jwtSecret ?? env.SUPABASE_JWT_SECRET,
+    };
+  }
+  throw usageError(
+    'no Baton project to talk to: SUPABASE_URL is not set and no local stack is running',
+    'Start one with `baton stack start`, or set SUPABASE_URL and its keys (env or .env).',
+  );
+}
+
+export function agentClient(config: BatonConfig): BatonClient {
+  const { url, anonKey } = endpoint(config);
+  if (!anonKey) throw usageError('SUPABASE_ANON_KEY is not set', 'Set it to the project\'s anon key (baton stack env prints the local one).');
+  if (!config.agentToken) {
+    throw usageError('BATON_AGENT_TOKEN is not set', 'Set it to the token printed by `baton agent create <id>`.');
+  }
+  return createBatonClient({ url, anonKey, token: config.agentToken });
+}
+
+export function adminClient(config: BatonConfig): AdminClient {
+  const { url, serviceRoleKey, jwtSecret } = endpoint(config);
+  if (!serviceRoleKey) {
+    throw usageError('SUPABASE_SERVICE_ROLE_KEY is not set', 'Operator commands need the service-role key (baton stack env prints the local one).');
+  }
+  return createAdminClient({ url, serviceRoleKey, jwtSecret });
+}

@@ -1,0 +1,27 @@
+import { BatonError } from '../errors.js';
+import { ConfigError } from '../config.js';
+import { StackError } from '../stack/paths.js';
+
+/** Exit codes: 0 success, 1 an operational refusal or failure, 2 a usage error. */
+export const exitCodes = { ok: 0, refused: 1, usage: 2 } as const;
+
+export class ExitError extends Error {
+  constructor(message: string, readonly exitCode: number, readonly hint?: string | null, readonly code?: string) {
+    super(message);
+    this.name = 'ExitError';
+  }
+}
+
+export function usageError(message: string, hint?: string): ExitError {
+  return new ExitError(message, exitCodes.usage, hint);
+}
+
+/** Any error as the one-line message, hint and exit code the CLI reports. */
+export function toExitError(err: unknown): ExitError {
+  if (err instanceof ExitError) return err;
+  if (err instanceof BatonError) return new ExitError(err.message, exitCodes.refused, err.hint, err.code);
+  if (err instanceof StackError) return new ExitError(err.message, exitCodes.refused, err.hint);
+  if (err instanceof ConfigError) return new ExitError(err.message, exitCodes.usage);
+  const message = err instanceof Error ? err.message : String(err);
+  return new ExitError(message, exitCodes.refused);
+}

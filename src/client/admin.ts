@@ -1,0 +1,90 @@
+/** The operator's client (service-role key): registers agents and issues or revokes their tokens. */
+import type { SupabaseClient } from '@supabase/supabase-js';
+import { z } from 'zod';
+import { UnauthorizedError } from '../errors.js';
+import { Agent } from '../schemas.js';
+import { mintAgentToken } from '../tokens.js';
+import { connect, unwrap } from './connection.js';
+
+export interface AdminClientOptions {
+  url: string;
+  serviceRoleKey: string;
+  /** The project's JWT secret, which signs agent tokens. */
+  jwtSecret?: string;
+}
+
+export interface NewAgent {
+  id: string;
+  displayName?: string;
+  capabilities?: string[];
+  skillsOffered?: unknown;
+  maxConcurrent?: number;
+  tokenExpiresAt?: Date;
+}
+
+const Registered = z.array(z.object({ agent_id: z.string(), token_id: z.uuid() })).length(1);
+
+export function createAdminClient(options: AdminClientOptions): AdminClient {
+  return new AdminClient(options);
+}
+
+export class AdminClient {
+  readonly db: SupabaseClient;
+  private readonly jwtSecret?: string;
+
+  constructor({ url, serviceRoleKey, jwtSecret }: AdminClientOptions) {
+    this.db = connect({ url, apiKey: serviceRoleKey });
+    this.jwtSecret = jwtSecret;
+  }
+
+  /** Registers an agent and returns it with its first access token. */
+  async createAgent(agent: NewAgent): Promise<{ agent: Agent; token: string }> {
+    const secret = this.secret();
+    const [registered] = await unwrap(this.db.rpc('register_agent', {
+      p_id: agent.id,
+      p_display_name: agent.displayName ?? null,
+      p_capabilities: agent.capabilities ?? [],
+      p_skills_offered: agent.skillsOffered ?? [],
+      p_max_concurrent: agent.maxConcurrent ?? 4,
+      p_token_expires_at: agent.tokenExpiresAt?.toISOString() ?? null,
+    }), Registered);
+    const token = await mintAgentToken(secret, {
+      agentId: registered!.agent_id, tokenId: registered!.token_id, expiresAt: agent.tokenExpiresAt,
+    });
+    return { agent: await this.getAgent(agent.id), token };
+  }
+
+  /** Issues another token for an existing agent; earlier tokens keep working until revoked. */
+  async issueToken(agentId: string, expiresAt?: Date): Promise<string> {
+    const secret = this.secret();
+    const tokenId = await unwrap(
+      this.db.rpc('issue_agent_token', { p_agent_id: agentId, p_expires_at: expiresAt?.toISOString() ?? null }),
+      z.uuid(),
+    );
+    return mintAgentToken(secret, { agentId, tokenId, expiresAt });
+  }
+
+  /** Revokes every token of the agent at once; returns how many were still live. */
+  revokeAgent(agentId: string): Promise<number> {
+    return unwrap(this.db.rpc('revoke_agent_tokens', { p_agent_id: agentId }), z.number().int());
+  }
+
+  listAgents(): Promise<Agent[]> {
+    return unwrap(this.db.from('agents').select('*').order('id'), z.array(Agent));
+  }
+
+  getAgent(agentId: string): Promise<Agent> {
+    return unwrap(this.db.from('agents').select('*').eq('id', agentId).single(), Agent);
+  }
+
+  private secret(): string {
+    if (!this.jwtSecret) {
+      throw new UnauthorizedError({
+        code: 'BT006',
+        message: 'signing agent tokens needs the project\'s JWT secret',
+        hint: 'Set SUPABASE_JWT_SECRET (baton stack env prints it for the local stack).',
+      });
+    }
+    return this.jwtSecret;
+  }
+}

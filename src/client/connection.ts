@@ -1,0 +1,45 @@
+import { createClient, type SupabaseClient } from '@supabase/supabase-js';
+import WebSocket from 'ws';
+import type { z } from 'zod';
+import { toBatonError, ValidationError } from '../errors.js';
+
+export interface ConnectOptions {
+  url: string;
+  /** The project's anon key (agents) or service-role key (operators); sent as `apikey`. */
+  apiKey: string;
+  /** A JWT to act with instead of the API key: an agent's own token. */
+  accessToken?: string;
+}
+
+/** A supabase-js client for Baton: no sessions (agents are not users) and a WebSocket that Node 20 lacks. */
+export function connect({ url, apiKey, accessToken }: ConnectOptions): SupabaseClient {
+  return createClient(url, apiKey, {
+    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+    realtime: { transport: WebSocket as never },
+    ...(accessToken ? { accessToken: async () => accessToken } : {}),
+  });
+}
+
+type PostgrestResult = { data: unknown; error: { code?: string; message: string; details?: string | null; hint?: string | null } | null };
+
+/** The data of a supabase-js call parsed with `schema`, or its error as a typed Baton error. */
+export async function unwrap<S extends z.ZodType>(call: PromiseLike<PostgrestResult>, schema: S): Promise<z.infer<S>> {
+  const { data, error } = await call;
+  if (error) throw toBatonError(error);
+  return schema.parse(data);
+}
+
+/** Parses caller input, turning zod's issues into one ValidationError that names each field. */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
+    return `${where}${issue.message}`;
+  });
+  throw new ValidationError({
+    code: 'BT005',
+    message: `invalid input: ${problems.join('; ')}`,
+    hint: 'Fix the fields named above and try again.',
+  });
+}

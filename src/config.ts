@@ -1,0 +1,86 @@
+/**
+ * The one reader of the environment and `.env`. Precedence: flags, then the process environment, then
+ * `.env` in the working directory. Everything else receives a BatonConfig as an argument.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import dotenv from 'dotenv';
+
+export const defaults = Object.freeze({
+  apiPort: 54321,
+  dbPort: 54322,
+  stackDir: path.join('.baton', 'stack'),
+  offlineAfterSeconds: 300,
+});
+
+export interface BatonConfig {
+  /** The project's API URL, e.g. http://127.0.0.1:54321 or https://<ref>.supabase.co */
+  url?: string;
+  anonKey?: string;
+  serviceRoleKey?: string;
+  jwtSecret?: string;
+  /** The acting agent's token (from `baton agent create`). */
+  agentToken?: string;
+  databaseUrl?: string;
+  /** Where the embedded stack keeps its data, secrets and logs. */
+  stackDir: string;
+  apiPort: number;
+  dbPort: number;
+}
+
+export type ConfigFlags = Partial<BatonConfig>;
+
+const envNames = {
+  url: 'SUPABASE_URL',
+  anonKey: 'SUPABASE_ANON_KEY',
+  serviceRoleKey: 'SUPABASE_SERVICE_ROLE_KEY',
+  jwtSecret: 'SUPABASE_JWT_SECRET',
+  agentToken: 'BATON_AGENT_TOKEN',
+  databaseUrl: 'DATABASE_URL',
+  stackDir: 'BATON_STACK_DIR',
+  apiPort: 'BATON_API_PORT',
+  dbPort: 'BATON_DB_PORT',
+} as const satisfies Record<keyof BatonConfig, string>;
+
+function readDotenv(cwd: string): Record<string, string> {
+  const file = path.join(cwd, '.env');
+  if (!fs.existsSync(file)) return {};
+  return dotenv.parse(fs.readFileSync(file));
+}
+
+function port(value: string | number | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) {
+    throw new ConfigError(`${name} must be a port number from 1 to 65535, got "${value}"`);
+  }
+  return n;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(
+  flags: ConfigFlags = {},
+  { cwd = process.cwd(), env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): BatonConfig {
+  const fromFile = readDotenv(cwd);
+  const pick = (key: keyof BatonConfig): string | undefined => {
+    const flag = flags[key];
+    if (flag !== undefined && flag !== '') return String(flag);
+    const name = envNames[key];
+    return env[name] || fromFile[name] || undefined;
+  };
+  return {
+    url: pick('url')?.replace(/\/+$/, ''),
+    anonKey: pick('anonKey'),
+    serviceRoleKey: pick('serviceRoleKey'),
+    jwtSecret: pick('jwtSecret'),
+    agentToken: pick('agentToken'),
+    databaseUrl: pick('databaseUrl'),
+    stackDir: path.resolve(cwd, pick('stackDir') ?? defaults.stackDir),
+    apiPort: port(pick('apiPort'), 'the API port (--api-port, BATON_API_PORT)', defaults.apiPort),
+    dbPort: port(pick('dbPort'), 'the database port (--db-port, BATON_DB_PORT)', defaults.dbPort),
+  };
+}
+
+export { envNames };

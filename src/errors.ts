@@ -1,0 +1,118 @@
+/**
+ * Typed errors. The database raises Baton's own SQLSTATE codes (BT001…); PostgREST and Postgres add a
+ * few of their own. Callers branch on `code` or on the class, never on message text.
+ */
+
+export interface ErrorContext {
+  code: string;
+  message: string;
+  details?: string | null;
+  hint?: string | null;
+}
+
+export class BatonError extends Error {
+  readonly code: string;
+  readonly details: string | null;
+  readonly hint: string | null;
+
+  constructor(context: ErrorContext) {
+    super(context.message);
+    this.name = new.target.name;
+    this.code = context.code;
+    this.details = context.details ?? null;
+    this.hint = context.hint ?? null;
+  }
+
+  toJSON() {
+    return { name: this.name, code: this.code, message: this.message, details: this.details, hint: this.hint };
+  }
+}
+
+/** The task, agent or message does not exist, or the caller may not see it. */
+export class NotFoundError extends BatonError {}
+/** The caller may see the thing but not do this to it. */
+export class ForbiddenError extends BatonError {}
+/** The status change is not one the task's current status allows. */
+export class InvalidTransitionError extends BatonError {}
+/** Another agent already holds the task. */
+export class AlreadyClaimedError extends BatonError {}
+/** The input breaks a rule: empty title, oversized payload, unknown priority, … */
+export class ValidationError extends BatonError {}
+/** No usable credentials: missing, malformed, expired or revoked token. */
+export class UnauthorizedError extends BatonError {}
+/** The claim token presented is no longer the task's current claim (fenced off). */
+export class StaleClaimError extends BatonError {}
+/** The agent already holds as many tasks as its max_concurrent allows. */
+export class CapacityError extends BatonError {}
+/** Handing off would make the chain deeper than the loop guard allows. */
+export class ChainTooDeepError extends BatonError {}
+/** The thing already exists. */
+export class ConflictError extends BatonError {}
+/** Baton could not reach the API or the database. */
+export class ConnectionError extends BatonError {}
+
+type ErrorClass = new (context: ErrorContext) => BatonError;
+
+/** Baton's own codes, raised by the SQL functions and triggers (see the README's table). */
+export const batonErrorCodes = {
+  BT001: InvalidTransitionError,
+  BT002: NotFoundError,
+  BT003: ForbiddenError,
+  BT004: AlreadyClaimedError,
+  BT005: ValidationError,
+  BT006: UnauthorizedError,
+  BT007: StaleClaimError,
+  BT008: CapacityError,
+  BT009: ChainTooDeepError,
+  BT010: ConflictError,
+} satisfies Record<string, ErrorClass>;
+
+/** Codes from Postgres and PostgREST that reach Baton's callers. */
+const foreignErrorCodes: Record<string, ErrorClass> = {
+  '42501': ForbiddenError, // insufficient_privilege, including a refused RLS write
+  '22P02': ValidationError, // invalid_text_representation: bad uuid, unknown enum value
+  '22023': ValidationError, // invalid_parameter_value
+  '22007': ValidationError, // invalid_datetime_format
+  '22008': ValidationError, // datetime_field_overflow
+  '22001': ValidationError, // string_data_right_truncation
+  '23502': ValidationError, // not_null_violation
+  '23514': ValidationError, // check_violation
+  '23503': NotFoundError, // foreign_key_violation: names an agent or task that does not exist
+  '23505': ConflictError, // unique_violation
+  PGRST116: NotFoundError, // .single() found no row
+  PGRST202: ValidationError, // no function matches the arguments given
+  PGRST204: ValidationError, // unknown column
+  PGRST300: UnauthorizedError, // server lacks a JWT secret
+  PGRST301: UnauthorizedError, // JWT invalid
+  PGRST302: UnauthorizedError, // no credentials and no anonymous role
+  PGRST303: UnauthorizedError, // JWT claims invalid, e.g. expired
+};
+
+const foreignHints: Record<string, string> = {
+  '42501': 'Agents change tasks only through Baton\'s functions (claim, complete, …), never by writing rows.',
+  '23503': 'Check the names of the agents and tasks you referred to.',
+  PGRST301: 'Check BATON_AGENT_TOKEN: it must be a token minted for this project.',
+  PGRST303: 'The token has expired; ask an operator for a new one: baton agent token <id>.',
+};
+
+/** Maps a PostgREST error (as supabase-js returns it) to a typed Baton error. */
+export function toBatonError(error: { code?: string; message: string; details?: string | null; hint?: string | null }): BatonError {
+  if (!error.code) {
+    // postgrest-js reports a failed fetch with an empty code.
+    return new ConnectionError({
+      code: 'CONNECTION',
+      message: `could not reach the Baton API: ${error.message}`,
+      details: error.details ?? null,
+      hint: 'Check SUPABASE_URL, and that the stack is running: baton stack status.',
+    });
+  }
+  const code = error.code;
+  const ErrorType: ErrorClass =
+    (batonErrorCodes as Record<string, ErrorClass>)[code] ?? foreignErrorCodes[code] ?? BatonError;
+  return new ErrorType({
+    code,
+    message: error.message,
+    details: error.details ?? null,
+    hint: error.hint || foreignHints[code] || null,
+  });
+}

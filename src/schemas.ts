@@ -1,0 +1,146 @@
+/**
+ * zod schemas: the single source of Baton's TypeScript types. Every row and RPC result that crosses into
+ * TypeScript is parsed with one of these.
+ */
+import { z } from 'zod';
+
+/** Mirrors the SQL enum public.task_status. */
+export const TaskStatus = z.enum([
+  'pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled',
+]);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+export const finalStatuses: readonly TaskStatus[] = Object.freeze(['completed', 'failed', 'rejected', 'cancelled']);
+
+/** Mirrors the SQL enum public.task_priority, lowest first. */
+export const TaskPriority = z.enum(['low', 'medium', 'high', 'urgent']);
+export type TaskPriority = z.infer<typeof TaskPriority>;
+
+/** Mirrors the SQL enum public.message_kind. */
+export const MessageKind = z.enum(['note', 'progress', 'question', 'answer', 'result']);
+export type MessageKind = z.infer<typeof MessageKind>;
+
+export const Json: z.ZodType<unknown> = z.json();
+export const JsonObject = z.record(z.string(), Json);
+export type JsonObject = z.infer<typeof JsonObject>;
+
+const timestamp = z.string();
+
+export const Agent = z.object({
+  id: z.string(),
+  display_name: z.string().nullable(),
+  capabilities: z.array(z.string()),
+  skills_offered: Json,
+  comms_endpoint: z.string().nullable(),
+  is_active: z.boolean(),
+  last_heartbeat: timestamp.nullable(),
+  status_message: z.string().nullable(),
+  max_concurrent: z.number().int(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+export type Agent = z.infer<typeof Agent>;
+
+export const Task = z.object({
+  id: z.uuid(),
+  from_agent: z.string(),
+  to_agent: z.string().nullable(),
+  required_capabilities: z.array(z.string()),
+  title: z.string(),
+  description: z.string().nullable(),
+  priority: TaskPriority,
+  status: TaskStatus,
+  status_reason: z.string().nullable(),
+  payload: JsonObject,
+  result: JsonObject.nullable(),
+  claimed_by: z.string().nullable(),
+  claim_token: z.uuid().nullable(),
+  claimed_at: timestamp.nullable(),
+  started_at: timestamp.nullable(),
+  completed_at: timestamp.nullable(),
+  lease_expires_at: timestamp.nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  parent_task_id: z.uuid().nullable(),
+  root_task_id: z.uuid().nullable(),
+  depth: z.number().int(),
+  deadline: timestamp.nullable(),
+  idempotency_key: z.string().nullable(),
+  attempts: z.number().int(),
+  max_attempts: z.number().int(),
+});
+export type Task = z.infer<typeof Task>;
+
+export const TaskEvent = z.object({
+  id: z.number().int(),
+  task_id: z.uuid(),
+  actor: z.string(),
+  from_status: TaskStatus.nullable(),
+  to_status: TaskStatus,
+  note: z.string().nullable(),
+  at: timestamp,
+});
+export type TaskEvent = z.infer<typeof TaskEvent>;
+
+export const Message = z.object({
+  id: z.uuid(),
+  from_agent: z.string(),
+  to_agent: z.string().nullable(),
+  task_id: z.uuid().nullable(),
+  reply_to_id: z.uuid().nullable(),
+  kind: MessageKind,
+  body: Json,
+  created_at: timestamp,
+  read_at: timestamp.nullable(),
+});
+export type Message = z.infer<typeof Message>;
+
+// Inputs. Shapes and types only: the limits (title length, payload size, …) are the database's rules.
+
+const taskId = z.uuid({ error: 'a task id must be a UUID' });
+const agentId = z.string().min(1, 'an agent id cannot be empty');
+
+export const HandoffInput = z.object({
+  to: agentId.nullable().optional(),
+  title: z.string(),
+  description: z.string().optional(),
+  priority: TaskPriority.optional(),
+  payload: JsonObject.optional(),
+  requiredCapabilities: z.array(z.string()).optional(),
+  deadline: z.union([z.date(), z.iso.datetime({ offset: true })]).optional(),
+  maxAttempts: z.number().int().optional(),
+  parentTaskId: taskId.optional(),
+  idempotencyKey: z.string().optional(),
+});
+export type HandoffInput = z.input<typeof HandoffInput>;
+
+export const ClaimOptions = z.object({
+  leaseSeconds: z.number().int().optional(),
+  start: z.boolean().optional(),
+});
+export type ClaimOptions = z.input<typeof ClaimOptions>;
+
+export const ClaimNextOptions = ClaimOptions.extend({
+  limit: z.number().int().optional(),
+  capabilities: z.array(z.string()).optional(),
+});
+export type ClaimNextOptions = z.input<typeof ClaimNextOptions>;
+
+export const MessageInput = z.object({
+  to: agentId.nullable().optional(),
+  body: Json,
+  kind: MessageKind.optional(),
+  taskId: taskId.optional(),
+  replyToId: z.uuid().optional(),
+});
+export type MessageInput = z.input<typeof MessageInput>;
+
+export const AgentProfile = z.object({
+  displayName: z.string().nullable().optional(),
+  capabilities: z.array(z.string()).optional(),
+  skillsOffered: Json.optional(),
+  commsEndpoint: z.string().nullable().optional(),
+  maxConcurrent: z.number().int().optional(),
+});
+export type AgentProfile = z.input<typeof AgentProfile>;
+
+export { taskId as TaskId };

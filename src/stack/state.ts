@@ -1,0 +1,91 @@
+/** What a stack keeps on disk: its secrets (made once) and, while it runs, where it listens. */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { z } from 'zod';
+import { mintApiKey } from '../tokens.js';
+import { stackPaths } from './paths.js';
+
+export const Secrets = z.object({
+  jwtSecret: z.string().min(32),
+  anonKey: z.string(),
+  serviceRoleKey: z.string(),
+  dbPassword: z.string(),
+  authenticatorPassword: z.string(),
+});
+export type Secrets = z.infer<typeof Secrets>;
+
+export const Runtime = z.object({
+  pid: z.number().int(),
+  apiPort: z.number().int(),
+  dbPort: z.number().int(),
+  postgrestPort: z.number().int(),
+  startedAt: z.string(),
+});
+export type Runtime = z.infer<typeof Runtime>;
+
+const randomSecret = (bytes: number) => crypto.randomBytes(bytes).toString('base64url');
+
+/** Reads the stack's secrets, generating them on first use. */
+export async function loadOrCreateSecrets(dir: string): Promise<Secrets> {
+  const file = stackPaths(dir).secrets;
+  if (fs.existsSync(file)) return Secrets.parse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  const jwtSecret = randomSecret(48);
+  const secrets: Secrets = {
+    jwtSecret,
+    anonKey: await mintApiKey(jwtSecret, 'anon'),
+    serviceRoleKey: await mintApiKey(jwtSecret, 'service_role'),
+    dbPassword: randomSecret(24),
+    authenticatorPassword: randomSecret(24),
+  };
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600 });
+  return secrets;
+}
+
+export function readSecrets(dir: string): Secrets | undefined {
+  const file = stackPaths(dir).secrets;
+  return fs.existsSync(file) ? Secrets.parse(JSON.parse(fs.readFileSync(file, 'utf8'))) : undefined;
+}
+
+export function writeRuntime(dir: string, runtime: Runtime): void {
+  fs.writeFileSync(stackPaths(dir).runtime, JSON.stringify(runtime, null, 2) + '\n');
+}
+
+export function removeRuntime(dir: string): void {
+  fs.rmSync(stackPaths(dir).runtime, { force: true });
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Where the stack in `dir` listens, if it is running; a leftover file from a crash is ignored. */
+export function readRuntime(dir: string): Runtime | undefined {
+  const file = stackPaths(dir).runtime;
+  if (!fs.existsSync(file)) return undefined;
+  const runtime = Runtime.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  return runtime.success && isAlive(runtime.data.pid) ? runtime.data : undefined;
+}
+
+export interface StackEnv {
+  SUPABASE_URL: string;
+  SUPABASE_ANON_KEY: string;
+  SUPABASE_SERVICE_ROLE_KEY: string;
+  SUPABASE_JWT_SECRET: string;
+  DATABASE_URL: string;
+}
+
+export function stackEnv(secrets: Secrets, apiPort: number, dbPort: number): StackEnv {
+  return {
+    SUPABASE_URL: `http://127.0.0.1:${apiPort}`,
+    SUPABASE_ANON_KEY: secrets.anonKey,
+    SUPABASE_SERVICE_ROLE_KEY: secrets.serviceRoleKey,
+    SUPABASE_JWT_SECRET: secrets.jwtSecret,
+    DATABASE_URL: `postgresql://postgres:${secrets.dbPassword}@127.0.0.1:${dbPort}/postgres`,
+  };
+}
