@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
 import { Agent } from '../schemas.js';
 import { mintAgentToken } from '../tokens.js';
-import { connect, unwrap } from './connection.js';
+import { connect, unwrap, unwrapOne } from './connection.js';
 
 export interface AdminClientOptions {
   url: string;
@@ -74,7 +74,10 @@ export class AdminClient {
   }
 
   getAgent(agentId: string): Promise<Agent> {
-    return unwrap(this.db.from('agents').select('*').eq('id', agentId).single(), Agent);
+    return unwrapOne(this.db.from('agents').select('*').eq('id', agentId).maybeSingle(), Agent, {
+      message: `no agent named "${agentId}"`,
+      hint: 'List agents with: baton agent list.',
+    });
   }
 
   private secret(): string {

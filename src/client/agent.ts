@@ -7,7 +7,7 @@ import {
   Agent, AgentProfile, ClaimNextOptions, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
   TaskId, TaskStatus, type JsonObject,
 } from '../schemas.js';
-import { connect, parseInput, unwrap } from './connection.js';
+import { connect, parseInput, unwrap, unwrapOne } from './connection.js';
 
 export interface AgentClientOptions {
   url: string;
@@ -108,7 +108,10 @@ export class BatonClient {
   }
 
   getTask(taskId: string): Promise<Task> {
-    return unwrap(this.db.from('task_handoffs').select('*').eq('id', parseInput(TaskId, taskId)).single(), Task);
+    return unwrapOne(this.db.from('task_handoffs').select('*').eq('id', parseInput(TaskId, taskId)).maybeSingle(), Task, {
+      message: `no task ${taskId} that agent "${this.agentId}" can see`,
+      hint: 'Check the id: baton tasks --all lists the tasks you can see.',
+    });
   }
 
   /** Tasks the agent can see, highest priority first, then oldest. */
@@ -165,6 +168,13 @@ export class BatonClient {
     return unwrap(this.db.rpc('send_heartbeat', { p_status_message: statusMessage ?? null, p_active: active }), Agent);
   }
 
+  agent(agentId: string): Promise<Agent> {
+    return unwrapOne(this.db.from('agents').select('*').eq('id', agentId).maybeSingle(), Agent, {
+      message: `no agent named "${agentId}"`,
+      hint: 'See who is registered: baton discover --all.',
+    });
+  }
+
   agents(): Promise<Agent[]> {
     return unwrap(this.db.from('agents').select('*').order('id'), z.array(Agent));
   }
@@ -178,7 +188,10 @@ export class BatonClient {
       comms_endpoint: p.commsEndpoint,
       max_concurrent: p.maxConcurrent,
     }).filter(([, value]) => value !== undefined));
-    return unwrap(this.db.from('agents').update(changes).eq('id', this.agentId).select('*').single(), Agent);
+    return unwrapOne(this.db.from('agents').update(changes).eq('id', this.agentId).select('*').maybeSingle(), Agent, {
+      message: `agent "${this.agentId}" is not registered`,
+      hint: 'Ask an operator to register it: baton agent create <id>.',
+    });
   }
 
   private holderCall(fn: string, taskId: string, claimToken: string, args: Record<string, unknown>): Promise<Task> {

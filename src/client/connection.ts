@@ -1,7 +1,7 @@
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import WebSocket from 'ws';
 import type { z } from 'zod';
-import { toBatonError, ValidationError } from '../errors.js';
+import { NotFoundError, toBatonError, ValidationError } from '../errors.js';
 
 export interface ConnectOptions {
   url: string;
@@ -42,4 +42,14 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.in
     message: `invalid input: ${problems.join('; ')}`,
     hint: 'Fix the fields named above and try again.',
   });
+}
+
+/** Like unwrap for a query of at most one row; no row is a NotFoundError saying what was missing. */
+export async function unwrapOne<S extends z.ZodType>(
+  call: PromiseLike<PostgrestResult>, schema: S, missing: { message: string; hint: string },
+): Promise<z.infer<S>> {
+  const { data, error } = await call;
+  if (error) throw toBatonError(error);
+  if (data === null) throw new NotFoundError({ code: 'BT002', ...missing });
+  return schema.parse(data);
 }

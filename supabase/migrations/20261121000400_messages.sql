@@ -58,6 +58,16 @@ grant select, insert, update, delete on table public.agent_messages to service_r
 
 alter table public.agent_messages alter column from_agent set default baton_private.current_agent_id();
 
+-- A policy on agent_messages cannot query agent_messages itself (that recurses), hence this helper.
+create function baton_private.can_see_message(message_id uuid, agent text) returns boolean
+language sql stable security definer set search_path = ''
+as $$
+  select exists (
+    select from public.agent_messages m
+    where m.id = message_id and (m.from_agent = agent or m.to_agent = agent or m.to_agent is null)
+  )
+$$;
+
 create policy "Agents can read messages from them, to them, or to everyone" on public.agent_messages
   for select to authenticated
   using (
@@ -71,7 +81,7 @@ create policy "Agents can send messages only as themselves, on tasks they can vi
   with check (
     from_agent = (select baton_private.current_agent_id())
     and (task_id is null or exists (select from public.task_handoffs t where t.id = task_id))
-    and (reply_to_id is null or exists (select from public.agent_messages m where m.id = reply_to_id))
+    and (reply_to_id is null or baton_private.can_see_message(reply_to_id, (select baton_private.current_agent_id())))
   );
 
 create policy "Agents can mark read only messages sent to them" on public.agent_messages

@@ -1,0 +1,31 @@
+/** One real stack for the whole run, on free ports in a throwaway folder, always stopped. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startStack } from '../src/stack/index.js';
+import { freePort } from '../src/stack/ports.js';
+import type { StackEnv } from '../src/stack/state.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    stack: StackEnv;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const dir = makeStackDir('baton-test-');
+  const stack = await startStack({ dir, apiPort: await freePort(), dbPort: await freePort() });
+  project.provide('stack', stack.env);
+  return async () => {
+    await stack.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+}
+
+/** A throwaway folder that the postgres user can enter when the tests run as root. */
+export function makeStackDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  return dir;
+}

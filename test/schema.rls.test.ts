@@ -1,0 +1,53 @@
+/** Every table is guarded: RLS on, a comment for Studio, and nothing at all for the anon key. */
+import { describe, expect, it } from 'vitest';
+import { connect } from '../src/client/connection.js';
+import { database, stack } from './helpers.js';
+
+const db = database();
+const anon = connect({ url: stack.SUPABASE_URL, apiKey: stack.SUPABASE_ANON_KEY });
+
+describe('the schema', () => {
+  it('enables row-level security on every table in public', async () => {
+    const { rows } = await db.query<{ relname: string; relrowsecurity: boolean }>(
+      `select c.relname, c.relrowsecurity from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = 'public' and c.relkind = 'r' order by 1`,
+    );
+    expect(rows.map((r) => r.relname)).toEqual(expect.arrayContaining(['agents', 'agent_messages', 'task_events', 'task_handoffs']));
+    expect(rows.filter((r) => !r.relrowsecurity)).toEqual([]);
+  });
+
+  it('explains every table in a comment, for Supabase Studio', async () => {
+    const { rows } = await db.query<{ relname: string }>(
+      `select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = 'public' and c.relkind = 'r' and obj_description(c.oid, 'pg_class') is null`,
+    );
+    expect(rows).toEqual([]);
+  });
+
+  it('pins search_path on every security definer function', async () => {
+    const { rows } = await db.query<{ proname: string }>(
+      `select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+       where n.nspname in ('public', 'baton_private') and p.prosecdef
+         and not exists (select from unnest(p.proconfig) c where c like 'search_path=%')`,
+    );
+    expect(rows).toEqual([]);
+  });
+
+  it('lets the anon key read and write nothing', async () => {
+    for (const table of ['agents', 'agent_tokens', 'task_handoffs', 'task_events', 'agent_messages', 'baton_settings']) {
+      const { error } = await anon.from(table).select('*').limit(1);
+      expect(error?.code, table).toBe('42501');
+    }
+    const insert = await anon.from('agents').insert({ id: 'anon-intruder' });
+    expect(insert.error?.code).toBe('42501');
+    const rpc = await anon.rpc('handoff_task', { p_title: 'x' });
+    expect(rpc.error?.code).toBe('42501');
+  });
+
+  it('refuses requests without a known API key at the gateway, as Supabase does', async () => {
+    const forged = connect({ url: stack.SUPABASE_URL, apiKey: 'not-a-key' });
+    const { error, status } = await forged.from('agents').select('*');
+    expect(status).toBe(401);
+    expect(error?.message).toMatch(/Invalid API key/);
+  });
+});
