@@ -65,15 +65,15 @@ export class AdminClient {
   }
 
   /** Revokes every token of the agent at once; returns how many were still live. */
-  revokeAgent(agentId: string): Promise<number> {
+  async revokeAgent(agentId: string): Promise<number> {
     return unwrap(this.db.rpc('revoke_agent_tokens', { p_agent_id: agentId }), z.number().int());
   }
 
-  listAgents(): Promise<Agent[]> {
+  async listAgents(): Promise<Agent[]> {
     return unwrap(this.db.from('agents').select('*').order('id'), z.array(Agent));
   }
 
-  getAgent(agentId: string): Promise<Agent> {
+  async getAgent(agentId: string): Promise<Agent> {
     return unwrapOne(this.db.from('agents').select('*').eq('id', agentId).maybeSingle(), Agent, {
       message: `no agent named "${agentId}"`,
       hint: 'List agents with: baton agent list.',

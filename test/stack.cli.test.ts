@@ -1,0 +1,94 @@
+/** `baton stack …` as a user runs it: a background stack that keeps its data and says what is wrong. */
+import fs from 'node:fs';
+import net from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../src/stack/ports.js';
+import { readRuntime } from '../src/stack/state.js';
+import { makeStackDir } from './global-setup.js';
+import { baton } from './cli.js';
+
+describe('baton stack', async () => {
+  const dir = makeStackDir('baton-cli-stack-');
+  const apiPort = await freePort();
+  const dbPort = await freePort();
+  const at = ['--dir', dir, '--api-port', String(apiPort), '--db-port', String(dbPort)];
+
+  afterAll(async () => {
+    const runtime = readRuntime(dir);
+    if (runtime) await baton(['stack', 'stop', '--dir', dir]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts in the background and returns once the API answers', async () => {
+    const started = await baton(['stack', 'start', ...at, '--json']);
+    expect(started.code, started.stderr).toBe(0);
+    expect(JSON.parse(started.stdout)).toMatchObject({ running: true, alreadyRunning: false, apiPort, dbPort });
+    const res = await fetch(`http://127.0.0.1:${apiPort}/rest/v1/`, { headers: { apikey: 'wrong' } });
+    expect(res.status).toBe(401);
+  });
+
+  it('says so, and exits 0, when started while running', async () => {
+    const again = await baton(['stack', 'start', ...at]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/already running/);
+  });
+
+  it('prints the settings agents need as KEY=VALUE lines', async () => {
+    const { stdout, code } = await baton(['stack', 'env', '--dir', dir]);
+    expect(code).toBe(0);
+    const env = Object.fromEntries(stdout.trim().split('\n').map((line) => line.split(/=(.*)/s).slice(0, 2)));
+    expect(Object.keys(env).sort()).toEqual(['DATABASE_URL', 'SUPABASE_ANON_KEY', 'SUPABASE_JWT_SECRET', 'SUPABASE_SERVICE_ROLE_KEY', 'SUPABASE_URL']);
+    expect(env.SUPABASE_URL).toBe(`http://127.0.0.1:${apiPort}`);
+  });
+
+  it('keeps every agent and task across stop and start', async () => {
+    const created = await baton(['agent', 'create', 'keeper', '--capabilities', 'memory', '--json', '--dir', dir]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ id: 'keeper', token: expect.any(String) });
+
+    const stopped = await baton(['stack', 'stop', '--dir', dir]);
+    expect(stopped.code).toBe(0);
+    expect(readRuntime(dir)).toBeUndefined();
+    expect((await baton(['stack', 'status', '--dir', dir, '--json'])).stdout).toMatch(/"running": false/);
+
+    expect((await baton(['stack', 'start', ...at])).code).toBe(0);
+    const listed = await baton(['agent', 'list', '--json', '--dir', dir]);
+    expect(JSON.parse(listed.stdout).map((a: { id: string }) => a.id)).toContain('keeper');
+  });
+
+  it('names a port that is already taken', async () => {
+    const blocker = net.createServer();
+    const taken = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as net.AddressInfo).port)));
+    const other = makeStackDir('baton-cli-taken-');
+    try {
+      const result = await baton(['stack', 'start', '--dir', other, '--api-port', String(taken), '--db-port', String(await freePort())]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`port ${taken} (API) is already in use`);
+      expect(result.stderr).toContain('--api-port');
+    } finally {
+      blocker.close();
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it('explains what to do when no stack runs', async () => {
+    const empty = makeStackDir('baton-cli-empty-');
+    try {
+      const env = await baton(['stack', 'env', '--dir', empty]);
+      expect(env.code).toBe(1);
+      expect(env.stderr).toMatch(/no stack is running .* baton stack start/);
+      const list = await baton(['agent', 'list', '--dir', empty]);
+      expect(list.code).toBe(2);
+      expect(list.stderr).toMatch(/SUPABASE_URL is not set and no local stack is running/);
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it('prints its version and refuses unknown commands with exit code 2', async () => {
+    const version = await baton(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect((await baton(['frobnicate'])).code).toBe(2);
+  });
+});
