@@ -51,3 +51,18 @@ describe('the schema', () => {
     expect(error?.message).toMatch(/Invalid API key/);
   });
 });
+
+describe('internals', () => {
+  it('cannot be called directly by the API roles', async () => {
+    const client = await db.connect();
+    try {
+      await client.query('begin');
+      await client.query('set local role authenticated');
+      await expect(client.query(`select baton_private.mark_claimed('{}', 'x', interval '1 minute', false)`))
+        .rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+});

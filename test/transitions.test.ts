@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { TaskStatus } from '../src/schemas.js';
-import { database, newAgent } from './helpers.js';
+import { admin, database, newAgent } from './helpers.js';
 
 const db = database();
 
@@ -88,6 +88,14 @@ describe('status transitions', async () => {
     await move(id, 'pending');
     const { rows: [task] } = await db.query(`select * from task_handoffs where id = $1`, [id]);
     expect(task).toMatchObject({ status: 'pending', claimed_by: null, claim_token: null, started_at: null });
+  });
+
+  it('holds for the service role writing through the API', async () => {
+    const id = await taskIn('completed');
+    const { error } = await admin.db.from('task_handoffs').update({ status: 'pending' }).eq('id', id);
+    expect(error).toMatchObject({ code: 'BT001', hint: 'completed is final: nothing can change it.' });
+    const reopened = await admin.db.from('task_handoffs').update({ status: 'claimed' }).eq('id', await taskIn('rejected'));
+    expect(reopened.error?.code).toBe('BT001');
   });
 
   it('keeps task history append-only', async () => {

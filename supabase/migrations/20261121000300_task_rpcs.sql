@@ -73,6 +73,21 @@ create function baton_private.set_note(note text) returns void
 language sql set search_path = ''
 as $$ select set_config('baton.note', coalesce(note, ''), true) $$;
 
+-- The one place a claim is made: the caller has locked the rows and checked the agent may take them.
+create function baton_private.mark_claimed(ids uuid[], agent text, lease interval, start boolean) returns void
+language plpgsql set search_path = ''
+as $$
+begin
+  update public.task_handoffs
+  set status = 'claimed', claimed_by = agent, claim_token = gen_random_uuid(),
+      attempts = attempts + 1, lease_expires_at = now() + lease
+  where id = any (ids);
+  if start then
+    update public.task_handoffs set status = 'in_progress' where id = any (ids);
+  end if;
+end
+$$;
+
 -- Hand-off --------------------------------------------------------------------------------------------
 
 create function public.handoff_task(
@@ -173,14 +188,8 @@ begin
       using errcode = 'BT008', hint = 'Finish or release a task first, or raise max_concurrent.';
   end if;
 
-  update public.task_handoffs
-  set status = 'claimed', claimed_by = me, claim_token = gen_random_uuid(),
-      attempts = attempts + 1, lease_expires_at = now() + lease
-  where id = t.id
-  returning * into t;
-  if p_start then
-    update public.task_handoffs set status = 'in_progress' where id = t.id returning * into t;
-  end if;
+  perform baton_private.mark_claimed(array[t.id], me, lease, p_start);
+  select * into t from public.task_handoffs where id = t.id;
   return t;
 end
 $$;
@@ -213,44 +222,28 @@ begin
   mine := baton_private.agent_capabilities(me);
 
   -- Tasks addressed to the agent come first, then broadcasts it can do; each by priority, then age.
-  with picked as (
+  select coalesce(array_agg(picked.id), '{}') into ids from (
     select t.id from public.task_handoffs t
     where t.status = 'pending' and t.to_agent = me
       and (p_capabilities is null or t.required_capabilities @> p_capabilities)
     order by t.priority desc, t.created_at
     limit wanted
     for update skip locked
-  ), claimed as (
-    update public.task_handoffs t
-    set status = 'claimed', claimed_by = me, claim_token = gen_random_uuid(),
-        attempts = t.attempts + 1, lease_expires_at = now() + lease
-    from picked where t.id = picked.id
-    returning t.id
-  )
-  select coalesce(array_agg(claimed.id), '{}') into ids from claimed;
+  ) picked;
 
   if cardinality(ids) < wanted then
-    with picked as (
+    select coalesce(array_agg(picked.id), '{}') into more from (
       select t.id from public.task_handoffs t
       where t.status = 'pending' and t.to_agent is null and t.required_capabilities <@ mine
         and (p_capabilities is null or t.required_capabilities @> p_capabilities)
       order by t.priority desc, t.created_at
       limit wanted - cardinality(ids)
       for update skip locked
-    ), claimed as (
-      update public.task_handoffs t
-      set status = 'claimed', claimed_by = me, claim_token = gen_random_uuid(),
-          attempts = t.attempts + 1, lease_expires_at = now() + lease
-      from picked where t.id = picked.id
-      returning t.id
-    )
-    select coalesce(array_agg(claimed.id), '{}') into more from claimed;
+    ) picked;
     ids := ids || more;
   end if;
 
-  if p_start and cardinality(ids) > 0 then
-    update public.task_handoffs set status = 'in_progress' where id = any (ids);
-  end if;
+  perform baton_private.mark_claimed(ids, me, lease, p_start);
   return query
     select * from public.task_handoffs where id = any (ids) order by priority desc, created_at;
 end
