@@ -43,7 +43,7 @@ try {
   await coder.complete(claimed.id, claimed.claim_token!, {
     status: 'success',
     summary: 'slugify written',
-    artifacts: [{ name: 'slugify.ts', content: source }],
+    artifacts: [{ name: 'slugify.ts', path: 'src/slugify.ts', preview: source }],
     metrics: { lines: 1 },
   });
   say('coder completed it with a structured result.\n');

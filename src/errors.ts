@@ -48,6 +48,10 @@ export class CapacityError extends BatonError {}
 export class ChainTooDeepError extends BatonError {}
 /** The thing already exists. */
 export class ConflictError extends BatonError {}
+/** The addressee is offline and the caller did not ask to queue anyway. */
+export class AgentOfflineError extends BatonError {}
+/** A task id prefix matches more than one task. */
+export class AmbiguousIdError extends BatonError {}
 /** Baton could not reach the API or the database. */
 export class ConnectionError extends BatonError {}
 
@@ -65,6 +69,7 @@ export const batonErrorCodes = {
   BT008: CapacityError,
   BT009: ChainTooDeepError,
   BT010: ConflictError,
+  BT011: AgentOfflineError,
 } satisfies Record<string, ErrorClass>;
 
 /** Codes from Postgres and PostgREST that reach Baton's callers. */

@@ -25,6 +25,21 @@ export type JsonObject = z.infer<typeof JsonObject>;
 
 const timestamp = z.string();
 
+/** The protocol's completion result; the database checks the same shape (baton_private.check_result). */
+export const ResultStatus = z.enum(['success', 'partial', 'failed']);
+export const ResultArtifact = z.looseObject({
+  name: z.string(),
+  path: z.string().optional(),
+  url: z.string().optional(),
+});
+export const TaskResult = z.looseObject({
+  status: ResultStatus,
+  summary: z.string().nullable().optional(),
+  artifacts: z.array(ResultArtifact).optional(),
+  metrics: JsonObject.nullable().optional(),
+});
+export type TaskResult = z.infer<typeof TaskResult>;
+
 export const Agent = z.object({
   id: z.string(),
   display_name: z.string().nullable(),
@@ -40,6 +55,10 @@ export const Agent = z.object({
 });
 export type Agent = z.infer<typeof Agent>;
 
+/** An agent as discovery sees it: online means running and heard from within the offline window. */
+export const AgentPresence = Agent.extend({ is_online: z.boolean() });
+export type AgentPresence = z.infer<typeof AgentPresence>;
+
 export const Task = z.object({
   id: z.uuid(),
   from_agent: z.string(),
@@ -51,7 +70,10 @@ export const Task = z.object({
   status: TaskStatus,
   status_reason: z.string().nullable(),
   payload: JsonObject,
-  result: JsonObject.nullable(),
+  result: TaskResult.nullable(),
+  progress_message: z.string().nullable(),
+  progress_percent: z.number().int().nullable(),
+  progress_at: timestamp.nullable(),
   claimed_by: z.string().nullable(),
   claim_token: z.uuid().nullable(),
   claimed_at: timestamp.nullable(),
@@ -110,6 +132,8 @@ export const HandoffInput = z.object({
   maxAttempts: z.number().int().optional(),
   parentTaskId: taskId.optional(),
   idempotencyKey: z.string().optional(),
+  /** Queue for an offline addressee instead of refusing (BT011). Default true. */
+  allowOffline: z.boolean().optional(),
 });
 export type HandoffInput = z.input<typeof HandoffInput>;
 

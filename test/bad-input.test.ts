@@ -46,7 +46,7 @@ describe('bad input', async () => {
     ['completing a task that was only claimed', async (a) => {
       const t = await a.client.handoff({ to: bob.id, title: 'not started' });
       const claimed = await bob.client.claim(t.id);
-      return bob.client.complete(t.id, claimed.claim_token!, {});
+      return bob.client.complete(t.id, claimed.claim_token!);
     }, 'BT001', /only a task in progress can be completed/],
     ['a rejection without a reason', async (a) => {
       const t = await a.client.handoff({ to: bob.id, title: 'reject me' });

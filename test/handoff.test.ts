@@ -91,7 +91,7 @@ describe('claiming the next tasks', async () => {
     expect(await worker.client.claimNext({ limit: 4 })).toEqual([]);
     const [pending] = await worker.client.listTasks({ box: 'pending' });
     await refusal(worker.client.claim(pending!.id), 'BT008');
-    await worker.client.complete(got[0]!.id, got[0]!.claim_token!, {});
+    await worker.client.complete(got[0]!.id, got[0]!.claim_token!);
     expect(await worker.client.claimNext({ limit: 4 })).toHaveLength(1);
   });
 
@@ -116,6 +116,6 @@ describe('claiming the next tasks', async () => {
     const last = await worker.client.claim(task.id, { start: true });
     const failed = await worker.client.fail(task.id, last.claim_token!, 'flaky again', { retry: true });
     expect(failed).toMatchObject({ status: 'failed', attempts: 2, status_reason: 'flaky again' });
-    await refusal(worker.client.complete(task.id, last.claim_token!, {}), 'BT001');
+    await refusal(worker.client.complete(task.id, last.claim_token!), 'BT001');
   });
 });

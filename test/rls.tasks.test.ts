@@ -51,10 +51,10 @@ describe('task visibility and rights', async () => {
 
   it('lets only the holder, with its claim token, complete or fail', async () => {
     const task = await runningTask(alice, bob);
-    await refusal(carol.client.complete(task.id, task.claim_token!, { summary: 'not mine' }), 'BT002');
-    await refusal(alice.client.complete(task.id, task.claim_token!, { summary: 'sender' }), 'BT003');
+    await refusal(carol.client.complete(task.id, task.claim_token!, { status: 'success', summary: 'not mine' }), 'BT002');
+    await refusal(alice.client.complete(task.id, task.claim_token!, { status: 'success', summary: 'sender' }), 'BT003');
     await refusal(alice.client.fail(task.id, task.claim_token!, 'sender'), 'BT003');
-    await refusal(bob.client.complete(task.id, crypto.randomUUID(), {}), 'BT007');
+    await refusal(bob.client.complete(task.id, crypto.randomUUID()), 'BT007');
     const done = await bob.client.complete(task.id, task.claim_token!, { status: 'success', summary: 'done' });
     expect(done).toMatchObject({ status: 'completed', result: { status: 'success', summary: 'done' } });
   });

@@ -2,10 +2,10 @@
 import type { SupabaseClient } from '@supabase/supabase-js';
 import { decodeJwt } from 'jose';
 import { z } from 'zod';
-import { UnauthorizedError } from '../errors.js';
+import { AmbiguousIdError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
 import {
-  Agent, AgentProfile, ClaimNextOptions, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
-  TaskId, TaskStatus, type JsonObject,
+  Agent, AgentPresence, AgentProfile, ClaimNextOptions, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
+  TaskId, TaskResult, TaskStatus,
 } from '../schemas.js';
 import { connect, parseInput, unwrap, unwrapOne } from './connection.js';
 
@@ -26,6 +26,9 @@ export interface TaskFilter {
 }
 
 const Tasks = z.array(Task);
+
+/** The claim token a claim returned; null where the caller holds none (the database then says why). */
+export type ClaimToken = string | null;
 
 export function createBatonClient(options: AgentClientOptions): BatonClient {
   return new BatonClient(options);
@@ -53,6 +56,7 @@ export class BatonClient {
       p_max_attempts: task.maxAttempts ?? 3,
       p_parent_task_id: task.parentTaskId ?? null,
       p_idempotency_key: task.idempotencyKey ?? null,
+      p_allow_offline: task.allowOffline ?? true,
     }), Task);
   }
 
@@ -81,30 +85,93 @@ export class BatonClient {
     }), Tasks);
   }
 
-  async start(taskId: string, claimToken: string): Promise<Task> {
+  async start(taskId: string, claimToken: ClaimToken): Promise<Task> {
     return this.holderCall('start_task', taskId, claimToken, {});
   }
 
-  async complete(taskId: string, claimToken: string, result: JsonObject = {}): Promise<Task> {
+  /** Completes a task in progress with the protocol's result: {status, summary, artifacts, metrics}. */
+  async complete(taskId: string, claimToken: ClaimToken, result: TaskResult = { status: 'success' }): Promise<Task> {
     return this.holderCall('complete_task', taskId, claimToken, { p_result: result });
   }
 
   /** Reports failure; with `retry` the task goes back to pending while attempts remain. */
-  async fail(taskId: string, claimToken: string, error: string, { retry = false } = {}): Promise<Task> {
+  async fail(taskId: string, claimToken: ClaimToken, error: string, { retry = false } = {}): Promise<Task> {
     return this.holderCall('fail_task', taskId, claimToken, { p_error: error, p_retry: retry });
   }
 
   /** Hands a held task back to pending without counting the attempt. */
-  async release(taskId: string, claimToken: string, reason?: string): Promise<Task> {
+  async release(taskId: string, claimToken: ClaimToken, reason?: string): Promise<Task> {
     return this.holderCall('release_task', taskId, claimToken, { p_reason: reason ?? null });
   }
 
+  /** The holder reports progress; it lands on the task and reaches the sender as a progress message. */
+  async progress(taskId: string, message: string, percent?: number): Promise<Task> {
+    return this.taskCall('report_progress', taskId, { p_message: message, p_percent: percent ?? null });
+  }
+
+  /** The holder asks the sender a question; the task waits in input_required until answered. */
+  async ask(taskId: string, question: string): Promise<Task> {
+    return this.taskCall('ask_question', taskId, { p_question: question });
+  }
+
+  /** The sender answers the holder's question; the task resumes. */
+  async answer(taskId: string, answer: string): Promise<Task> {
+    return this.taskCall('answer_question', taskId, { p_answer: answer });
+  }
+
+  /** The sender gives a task that is not final to another agent. */
+  async reassign(taskId: string, toAgent: string, reason?: string): Promise<Task> {
+    return this.taskCall('reassign_task', taskId, { p_to_agent: toAgent, p_reason: reason ?? null });
+  }
+
   async reject(taskId: string, reason: string): Promise<Task> {
-    return unwrap(this.db.rpc('reject_task', { p_task_id: parseInput(TaskId, taskId), p_reason: reason }), Task);
+    return this.taskCall('reject_task', taskId, { p_reason: reason });
   }
 
   async cancel(taskId: string, reason?: string): Promise<Task> {
-    return unwrap(this.db.rpc('cancel_task', { p_task_id: parseInput(TaskId, taskId), p_reason: reason ?? null }), Task);
+    return this.taskCall('cancel_task', taskId, { p_reason: reason ?? null });
+  }
+
+  /**
+   * The full id of the one visible task whose id starts with `prefix` (at least 6 hex digits, as git
+   * abbreviates commits). Uses the primary key as a range, so it costs the same however many tasks exist.
+   */
+  async resolveTaskId(prefix: string): Promise<string> {
+    const wanted = prefix.trim().toLowerCase();
+    if (TaskId.safeParse(wanted).success) return wanted;
+    const hex = wanted.replaceAll('-', '');
+    if (!/^[0-9a-f]+$/.test(hex) || hex.length > 32) {
+      throw new ValidationError({ code: 'BT005', message: `"${prefix}" is not a task id or an id prefix`, hint: 'Give the id, or at least its first 6 characters.' });
+    }
+    if (hex.length < 6) {
+      throw new ValidationError({ code: 'BT005', message: `the task id prefix "${prefix}" is too short`, hint: 'Give at least 6 characters of the task id.' });
+    }
+    const asUuid = (h: string) => `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+    const matches = await unwrap(
+      this.db.from('task_handoffs').select('id, title, status')
+        .gte('id', asUuid(hex.padEnd(32, '0'))).lte('id', asUuid(hex.padEnd(32, 'f'))).order('id').limit(10),
+      z.array(z.object({ id: z.string(), title: z.string(), status: z.string() })),
+    );
+    if (matches.length === 0) {
+      throw new NotFoundError({ code: 'BT002', message: `no task starting with ${prefix} that agent "${this.agentId}" can see`, hint: 'Check the id: baton tasks --all lists the tasks you can see.' });
+    }
+    if (matches.length > 1) {
+      throw new AmbiguousIdError({
+        code: 'AMBIGUOUS_ID',
+        message: `the prefix ${prefix} matches ${matches.length === 10 ? 'at least 10' : matches.length} tasks: ${matches.map((m) => `${m.id.slice(0, 13)} (${m.status}) ${m.title}`).join('; ')}`,
+        details: JSON.stringify(matches),
+        hint: 'Give more characters of the id.',
+      });
+    }
+    return matches[0]!.id;
+  }
+
+  /** Agents and whether they are online, optionally only those holding all of `capabilities`. */
+  async discover({ capabilities = [], includeOffline = false }: { capabilities?: string[]; includeOffline?: boolean } = {}): Promise<AgentPresence[]> {
+    let query = this.db.from('agent_presence').select('*');
+    if (!includeOffline) query = query.eq('is_online', true);
+    if (capabilities.length) query = query.contains('capabilities', capabilities);
+    return unwrap(query.order('id'), z.array(AgentPresence));
   }
 
   async getTask(taskId: string): Promise<Task> {
@@ -194,12 +261,15 @@ export class BatonClient {
     });
   }
 
-  private async holderCall(fn: string, taskId: string, claimToken: string, args: Record<string, unknown>): Promise<Task> {
-    return unwrap(this.db.rpc(fn, {
-      p_task_id: parseInput(TaskId, taskId),
-      p_claim_token: parseInput(z.uuid({ error: 'a claim token must be a UUID' }), claimToken),
+  private async holderCall(fn: string, taskId: string, claimToken: ClaimToken, args: Record<string, unknown>): Promise<Task> {
+    return this.taskCall(fn, taskId, {
+      p_claim_token: parseInput(z.uuid({ error: 'a claim token must be a UUID' }).nullable(), claimToken),
       ...args,
-    }), Task);
+    });
+  }
+
+  private async taskCall(fn: string, taskId: string, args: Record<string, unknown>): Promise<Task> {
+    return unwrap(this.db.rpc(fn, { p_task_id: parseInput(TaskId, taskId), ...args }), Task);
   }
 }
 

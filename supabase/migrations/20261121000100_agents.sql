@@ -123,6 +123,18 @@ $$;
 create trigger validate before insert or update on public.agents
   for each row execute function baton_private.tg_agents__validate();
 
+-- Online means running (is_active) and heard from within baton_settings.offline_after.
+create function baton_private.is_online(a public.agents) returns boolean
+language sql stable security definer set search_path = ''
+as $$ select coalesce(a.is_active and a.last_heartbeat > now() - (baton_private.settings()).offline_after, false) $$;
+
+create view public.agent_presence with (security_invoker = true) as
+  select a.*, baton_private.is_online(a) as is_online
+  from public.agents a;
+comment on view public.agent_presence is 'Every agent with is_online: running and heard from within baton_settings.offline_after. What discovery reads.';
+revoke all on public.agent_presence from anon, authenticated;
+grant select on public.agent_presence to authenticated, service_role;
+
 -- Tokens --------------------------------------------------------------------------------------------
 
 create table public.agent_tokens (

@@ -52,6 +52,9 @@ create table public.task_handoffs (
   status_reason text,
   payload jsonb not null default '{}',
   result jsonb,
+  progress_message text,
+  progress_percent integer,
+  progress_at timestamptz,
   claimed_by text references public.agents (id),
   claim_token uuid,
   claimed_at timestamptz,
@@ -80,7 +83,9 @@ comment on column public.task_handoffs.to_agent is 'The addressee. Null makes it
 comment on column public.task_handoffs.required_capabilities is 'Capabilities a claimer of a broadcast must hold, all of them.';
 comment on column public.task_handoffs.status_reason is 'Why the task last changed status, when someone said: a rejection or cancellation reason, or the error it failed with.';
 comment on column public.task_handoffs.payload is 'The work itself, a JSON object (at most 256 KiB). payload.task_type chooses the executor.';
-comment on column public.task_handoffs.result is 'What the holder reported on completion, a JSON object (at most 256 KiB).';
+comment on column public.task_handoffs.result is 'What the holder reported on completion: {status: success|partial|failed, summary, artifacts: [{name, path|url}], metrics: {}} (at most 256 KiB).';
+comment on column public.task_handoffs.progress_message is 'The holder''s latest progress report; each report also reaches the sender as a progress message.';
+comment on column public.task_handoffs.progress_percent is 'How far along the holder says it is, 0 to 100, when it says.';
 comment on column public.task_handoffs.claimed_by is 'The agent holding (or last holding) the task.';
 comment on column public.task_handoffs.claim_token is 'Fencing token of the current claim: complete, fail and release must present it, so a holder whose claim was lost cannot overwrite the new holder''s outcome.';
 comment on column public.task_handoffs.lease_expires_at is 'When the current claim lapses unless renewed; after it the task may be re-queued.';
@@ -106,6 +111,42 @@ create index task_handoffs_to_agent_idx on public.task_handoffs (to_agent, creat
 create index task_handoffs_parent_idx on public.task_handoffs (parent_task_id) where parent_task_id is not null;
 create index task_handoffs_root_idx on public.task_handoffs (root_task_id);
 
+-- The protocol's result: {status: success|partial|failed, summary, artifacts: [{name, path|url, ...}], metrics}.
+create function baton_private.check_result(result jsonb) returns void
+language plpgsql immutable set search_path = ''
+as $$
+declare
+  artifact jsonb;
+  i integer := 0;
+  example constant text := 'Report e.g. {"status": "success", "summary": "what was done", "artifacts": [{"name": "report.md", "path": "out/report.md"}], "metrics": {}}.';
+begin
+  if jsonb_typeof(result) <> 'object' then
+    raise exception 'a result must be a JSON object, not %', jsonb_typeof(result) using errcode = 'BT005', hint = example;
+  end if;
+  if coalesce(result ->> 'status', '') not in ('success', 'partial', 'failed') or jsonb_typeof(result -> 'status') <> 'string' then
+    raise exception 'result.status must be "success", "partial" or "failed"' using errcode = 'BT005', hint = example;
+  end if;
+  if result ? 'summary' and jsonb_typeof(result -> 'summary') not in ('string', 'null') then
+    raise exception 'result.summary must be a string' using errcode = 'BT005', hint = example;
+  end if;
+  if result ? 'metrics' and jsonb_typeof(result -> 'metrics') not in ('object', 'null') then
+    raise exception 'result.metrics must be an object' using errcode = 'BT005', hint = example;
+  end if;
+  if result ? 'artifacts' then
+    if jsonb_typeof(result -> 'artifacts') <> 'array' then
+      raise exception 'result.artifacts must be an array' using errcode = 'BT005', hint = example;
+    end if;
+    for artifact in select value from jsonb_array_elements(result -> 'artifacts') loop
+      if jsonb_typeof(artifact) <> 'object' or jsonb_typeof(artifact -> 'name') is distinct from 'string'
+         or not (jsonb_typeof(artifact -> 'path') = 'string' or jsonb_typeof(artifact -> 'url') = 'string') then
+        raise exception 'result.artifacts[%] needs a "name" and a "path" or "url"', i using errcode = 'BT005', hint = example;
+      end if;
+      i := i + 1;
+    end loop;
+  end if;
+end
+$$;
+
 create function baton_private.tg_task_handoffs__validate() returns trigger
 language plpgsql set search_path = ''
 as $$
@@ -129,9 +170,8 @@ begin
     raise exception 'the payload is % bytes; the limit is 256 KiB', octet_length(new.payload::text)
       using errcode = 'BT005', hint = 'Store large inputs elsewhere and pass a link in the payload.';
   end if;
-  if new.result is not null and jsonb_typeof(new.result) <> 'object' then
-    raise exception 'a result must be a JSON object, not %', jsonb_typeof(new.result)
-      using errcode = 'BT005', hint = 'Report e.g. {"status": "success", "summary": "..."}.';
+  if new.result is not null and new.result is distinct from old.result then
+    perform baton_private.check_result(new.result);
   end if;
   if octet_length(new.result::text) > 262144 then
     raise exception 'the result is % bytes; the limit is 256 KiB', octet_length(new.result::text)
@@ -150,6 +190,13 @@ begin
   if new.max_attempts is null or new.max_attempts not between 1 and 100 then
     raise exception 'max_attempts must be between 1 and 100, got %', new.max_attempts
       using errcode = 'BT005', hint = 'Use a small number such as 3.';
+  end if;
+  if new.progress_percent not between 0 and 100 then
+    raise exception 'progress must be a percentage from 0 to 100, got %', new.progress_percent
+      using errcode = 'BT005', hint = 'Give a whole number such as 40.';
+  end if;
+  if length(new.progress_message) > 2000 then
+    new.progress_message := left(new.progress_message, 2000);
   end if;
   if length(new.status_reason) > 4000 then
     new.status_reason := left(new.status_reason, 4000);

@@ -100,7 +100,8 @@ create function public.handoff_task(
   p_deadline timestamptz default null,
   p_max_attempts integer default 3,
   p_parent_task_id uuid default null,
-  p_idempotency_key text default null
+  p_idempotency_key text default null,
+  p_allow_offline boolean default true
 ) returns public.task_handoffs
 language plpgsql security definer set search_path = ''
 as $$
@@ -108,10 +109,19 @@ declare
   me text := baton_private.require_agent();
   t public.task_handoffs;
   parent public.task_handoffs;
+  target public.agents;
 begin
-  if p_to_agent is not null and not exists (select from public.agents a where a.id = p_to_agent) then
-    raise exception 'no agent named "%"', p_to_agent
-      using errcode = 'BT002', hint = 'See who is registered: baton discover --all.';
+  if p_to_agent is not null then
+    select * into target from public.agents a where a.id = p_to_agent;
+    if not found then
+      raise exception 'no agent named "%"', p_to_agent
+        using errcode = 'BT002', hint = 'See who is registered: baton discover --all.';
+    end if;
+    if not coalesce(p_allow_offline, true) and not baton_private.is_online(target) then
+      raise exception 'agent "%" is offline (last heartbeat: %)', p_to_agent, coalesce(target.last_heartbeat::text, 'never')
+        using errcode = 'BT011',
+              hint = 'Queue it anyway with allow-offline (baton handoff --allow-offline), or pick an online agent: baton discover.';
+    end if;
   end if;
   if p_parent_task_id is not null then
     select * into parent from public.task_handoffs where id = p_parent_task_id;
@@ -149,7 +159,7 @@ begin
   return t;
 end
 $$;
-comment on function public.handoff_task is 'Hands off a task as the calling agent: to p_to_agent, or to every agent holding p_required_capabilities when p_to_agent is null.';
+comment on function public.handoff_task is 'Hands off a task as the calling agent: to p_to_agent, or to every agent holding p_required_capabilities when p_to_agent is null. With p_allow_offline = false an offline addressee is refused (BT011).';
 
 -- Claims ----------------------------------------------------------------------------------------------
 
@@ -268,7 +278,7 @@ end
 $$;
 comment on function public.start_task is 'The holder starts a claimed task.';
 
-create function public.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb default '{}')
+create function public.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb default '{"status": "success"}')
 returns public.task_handoffs
 language plpgsql security definer set search_path = ''
 as $$
@@ -284,7 +294,7 @@ begin
                         else 'Wait for the sender''s answer before completing it.' end;
   end if;
   update public.task_handoffs
-  set status = 'completed', result = coalesce(p_result, '{}'), status_reason = null
+  set status = 'completed', result = coalesce(p_result, '{"status": "success"}'), status_reason = null
   where id = t.id returning * into t;
   return t;
 end

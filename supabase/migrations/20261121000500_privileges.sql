@@ -10,5 +10,6 @@ grant execute on function
   baton_private.agent_capabilities(text),
   baton_private.can_see_message(uuid, text),
   baton_private.is_slug(text),
+  baton_private.is_online(public.agents),
   baton_private.check_request()
   to anon, authenticated, service_role;
