@@ -19,7 +19,11 @@ export function usageError(message: string, hint?: string): ExitError {
 /** Any error as the one-line message, hint and exit code the CLI reports. */
 export function toExitError(err: unknown): ExitError {
   if (err instanceof ExitError) return err;
-  if (err instanceof BatonError) return new ExitError(err.message, exitCodes.refused, err.hint, err.code);
+  if (err instanceof BatonError) {
+    // A task id that is malformed or ambiguous is a matter of how the command was written.
+    const usage = err.code === 'INVALID_ID' || err.code === 'AMBIGUOUS_ID';
+    return new ExitError(err.message, usage ? exitCodes.usage : exitCodes.refused, err.hint, err.code);
+  }
   if (err instanceof StackError) return new ExitError(err.message, exitCodes.refused, err.hint);
   if (err instanceof ConfigError) return new ExitError(err.message, exitCodes.usage);
   const message = err instanceof Error ? err.message : String(err);

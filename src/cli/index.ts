@@ -4,7 +4,11 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../stack/paths.js';
 import { registerAgent } from './commands/agent.js';
+import { registerMessages } from './commands/messages.js';
+import { registerPresence } from './commands/presence.js';
 import { registerStack } from './commands/stack.js';
+import { registerTasks } from './commands/tasks.js';
+import { registerWork } from './commands/work.js';
 import { exitCodes, toExitError } from './exit.js';
 import { paint } from './output.js';
 
@@ -19,10 +23,29 @@ export function buildProgram(): Command {
     .option('--dir <folder>', 'the local stack folder (default: BATON_STACK_DIR, else .baton/stack)')
     .option('--api-port <port>', 'the local stack API port (default: BATON_API_PORT, else 54321)')
     .option('--db-port <port>', 'the local stack database port (default: BATON_DB_PORT, else 54322)')
-    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({
+      // One line per error, like every other error the CLI reports.
+      outputError: (text, write) => write(`${text.trim().replace(/\s*\n\s*/g, ' ')} (see --help)\n`),
+    })
+    .addHelpText('after', `
+Configuration comes from flags, then the environment, then .env in the current folder:
+  SUPABASE_URL, SUPABASE_ANON_KEY    the project (default: the local stack, see baton stack start)
+  BATON_AGENT_TOKEN                  the agent you act as (baton agent create prints it)
+  SUPABASE_SERVICE_ROLE_KEY, SUPABASE_JWT_SECRET   operator commands (baton agent ...)
+
+Exit codes: 0 success, 1 refused or failed (not found, forbidden, invalid transition, ...), 2 usage error.
+
+Example:
+  $ baton stack start && eval "$(baton stack env | sed 's/^/export /')"
+  $ export BATON_AGENT_TOKEN=$(baton agent create coder --capabilities code --json | jq -r .token)
+  $ baton claim --next`)
     .exitOverride();
-  registerStack(program);
+  registerPresence(program);
+  registerTasks(program);
+  registerWork(program);
+  registerMessages(program);
   registerAgent(program);
+  registerStack(program);
   return program;
 }
 

@@ -1,5 +1,5 @@
 /** All command output goes through here: one JSON document with --json, aligned text otherwise. */
-import { styleText } from 'node:util';
+import { stripVTControlCharacters, styleText } from 'node:util';
 
 export interface OutputOptions {
   json?: boolean;
@@ -23,15 +23,17 @@ export function table<T>(rows: T[], columns: Column<T>[], empty = '(none)'): str
   if (rows.length === 0) return empty;
   const cells = rows.map((row) => columns.map(([, cell]) => String(cell(row) ?? '-')));
   const headers = columns.map(([header]) => header);
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
-  const line = (values: string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join('  ');
+  const width = (text: string) => stripVTControlCharacters(text).length;
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => width(r[i]!))));
+  const line = (values: string[]) =>
+    values.map((v, i) => (i === values.length - 1 ? v : v + ' '.repeat(widths[i]! - width(v)))).join('  ');
   return [paint('bold', line(headers)), ...cells.map(line)].join('\n');
 }
 
 /** A `key  value` block for one record. */
 export function fields(entries: Array<[string, string | number | null | undefined]>): string {
-  const width = Math.max(...entries.map(([k]) => k.length));
-  return entries.map(([k, v]) => `${paint('dim', k.padEnd(width))}  ${v ?? '-'}`).join('\n');
+  const keyWidth = Math.max(...entries.map(([k]) => k.length));
+  return entries.map(([k, v]) => `${paint('dim', k.padEnd(keyWidth))}  ${v ?? '-'}`).join('\n');
 }
 
 export function ago(iso: string | null, now = Date.now()): string {

@@ -141,10 +141,10 @@ export class BatonClient {
     if (TaskId.safeParse(wanted).success) return wanted;
     const hex = wanted.replaceAll('-', '');
     if (!/^[0-9a-f]+$/.test(hex) || hex.length > 32) {
-      throw new ValidationError({ code: 'BT005', message: `"${prefix}" is not a task id or an id prefix`, hint: 'Give the id, or at least its first 6 characters.' });
+      throw new ValidationError({ code: 'INVALID_ID', message: `"${prefix}" is not a task id or an id prefix`, hint: 'Give the id, or at least its first 6 characters.' });
     }
     if (hex.length < 6) {
-      throw new ValidationError({ code: 'BT005', message: `the task id prefix "${prefix}" is too short`, hint: 'Give at least 6 characters of the task id.' });
+      throw new ValidationError({ code: 'INVALID_ID', message: `the task id prefix "${prefix}" is too short`, hint: 'Give at least 6 characters of the task id.' });
     }
     const asUuid = (h: string) => `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
     const matches = await unwrap(

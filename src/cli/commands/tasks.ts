@@ -1,0 +1,102 @@
+/** Sending work and looking at it: handoff, broadcast, tasks, show. */
+import { Option, type Command } from 'commander';
+import type { HandoffInput, JsonObject, TaskStatus } from '../../schemas.js';
+import { agentClient, configOf } from '../context.js';
+import { deadline, integer, json, list, wholeNumber } from '../inputs.js';
+import { emit } from '../output.js';
+import { taskDetail, taskLine, taskTable } from '../render.js';
+
+interface TaskOptions {
+  description?: string;
+  priority?: HandoffInput['priority'];
+  payload?: JsonObject;
+  capability?: string[];
+  deadline?: string;
+  maxAttempts?: number;
+  parent?: string;
+  idempotencyKey?: string;
+  allowOffline?: boolean;
+}
+
+function withTaskOptions(command: Command): Command {
+  return command
+    .option('-d, --description <text>', 'what the work is, in detail')
+    .addOption(new Option('-p, --priority <priority>', 'claim order').choices(['low', 'medium', 'high', 'urgent']).default('medium'))
+    .option('--payload <json>', 'the work as a JSON object, inline, @file or - for stdin', json)
+    .option('-c, --capability <list>', 'required capabilities, comma-separated (repeatable)', list)
+    .option('--deadline <when>', 'cancel it if still pending then: +30m, +2h, +7d or ISO', deadline)
+    .option('--max-attempts <n>', 'attempts before it fails for good', integer)
+    .option('--parent <task>', 'the task this work is part of (id or prefix)')
+    .option('--idempotency-key <key>', 'handing off again with the same key returns the first task');
+}
+
+async function send(command: Command, to: string | null, title: string, opts: TaskOptions): Promise<void> {
+  const config = configOf(command);
+  const client = agentClient(config);
+  const task = await client.handoff({
+    to,
+    title,
+    description: opts.description,
+    priority: opts.priority,
+    payload: opts.payload as JsonObject | undefined,
+    requiredCapabilities: opts.capability,
+    deadline: opts.deadline,
+    maxAttempts: opts.maxAttempts,
+    parentTaskId: opts.parent ? await client.resolveTaskId(opts.parent) : undefined,
+    idempotencyKey: opts.idempotencyKey,
+    allowOffline: to === null ? true : Boolean(opts.allowOffline),
+  });
+  emit(config, task, (t) => taskLine(to === null ? 'Broadcast' : 'Handed off', t));
+}
+
+export function registerTasks(program: Command): void {
+  withTaskOptions(program.command('handoff <to_agent> <title>'))
+    .description('hand a task to one agent')
+    .option('--allow-offline', 'queue it even if the agent is offline')
+    .addHelpText('after', `
+Example:
+  $ baton handoff coder "Write a slugify function" --priority high --payload '{"spec": "ASCII, dashes"}' --deadline +2h`)
+    .action((to: string, title: string, opts: TaskOptions, command: Command) => send(command, to, title, opts));
+
+  withTaskOptions(program.command('broadcast <title>'))
+    .description('offer a task to every agent holding the required capabilities')
+    .addHelpText('after', `
+Example:
+  $ baton broadcast "Review PR 42" --capability review,typescript --priority urgent`)
+    .action((title: string, opts: TaskOptions, command: Command) => send(command, null, title, opts));
+
+  program.command('tasks')
+    .description('your inbox: highest priority first, then oldest')
+    .option('--mine', 'open tasks addressed to you or held by you (the default)')
+    .option('--sent', 'tasks you sent')
+    .option('--pending', 'tasks you could claim now')
+    .option('--all', 'every task you can see')
+    .addOption(new Option('-s, --status <status...>', 'only these statuses')
+      .choices(['pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled']))
+    .option('-n, --limit <n>', 'at most this many', wholeNumber(1, 1000), 50)
+    .addHelpText('after', `
+Example:
+  $ baton tasks --pending
+  $ baton tasks --sent --status completed failed --json`)
+    .action(async (opts: { mine?: boolean; sent?: boolean; pending?: boolean; all?: boolean; status?: TaskStatus[]; limit: number }, command: Command) => {
+      const config = configOf(command);
+      const box = opts.all ? 'all' : opts.sent ? 'sent' : opts.pending ? 'pending' : 'mine';
+      const open: TaskStatus[] = ['pending', 'claimed', 'in_progress', 'input_required'];
+      const status = opts.status ?? (box === 'mine' ? open : undefined);
+      const tasks = await agentClient(config).listTasks({ box, status, limit: opts.limit });
+      emit(config, tasks, taskTable);
+    });
+
+  program.command('show <task>')
+    .description('a task with its history and its message thread')
+    .addHelpText('after', `
+Example:
+  $ baton show 3f2a1b`)
+    .action(async (prefix: string, _opts, command: Command) => {
+      const config = configOf(command);
+      const client = agentClient(config);
+      const id = await client.resolveTaskId(prefix);
+      const [task, events, messages] = await Promise.all([client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 })]);
+      emit(config, { task, events, messages: messages.reverse() }, taskDetail);
+    });
+}

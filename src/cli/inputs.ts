@@ -1,0 +1,56 @@
+/** Parsing of command-line values; a malformed value is a usage error (exit 2) that names the option. */
+import fs from 'node:fs';
+import { InvalidArgumentError } from 'commander';
+
+/** Collects repeatable, comma-separated values: `-c a,b -c c` gives [a, b, c]. */
+export function list(value: string, previous: string[] = []): string[] {
+  return [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
+}
+
+/** Any whole number; the database judges whether it is in range. */
+export function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('expected a whole number.');
+  return n;
+}
+
+export function wholeNumber(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+    return n;
+  };
+}
+
+const units = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `+30m`, `+2h`, `+7d` from now, or an ISO 8601 timestamp. */
+export function deadline(value: string): string {
+  const relative = /^\+(\d+)([mhd])$/.exec(value);
+  if (relative) return new Date(Date.now() + Number(relative[1]) * units[relative[2] as keyof typeof units]).toISOString();
+  if (/^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value))) return new Date(value).toISOString();
+  throw new InvalidArgumentError('expected +30m, +2h, +7d or an ISO timestamp such as 2026-12-01T17:00:00Z.');
+}
+
+/** A duration such as 30m, 12h or 90d, as a Date that far in the future. */
+export function expiresIn(value: string): Date {
+  const match = /^(\d+)([mhd])$/.exec(value);
+  if (!match) throw new InvalidArgumentError('expected a duration such as 30m, 12h or 90d.');
+  return new Date(Date.now() + Number(match[1]) * units[match[2] as keyof typeof units]);
+}
+
+/** JSON given inline, as @file, or as - for standard input. */
+export function json(value: string): unknown {
+  let text = value;
+  try {
+    if (value === '-') text = fs.readFileSync(0, 'utf8');
+    else if (value.startsWith('@')) text = fs.readFileSync(value.slice(1), 'utf8');
+  } catch (err) {
+    throw new InvalidArgumentError(`cannot read ${value === '-' ? 'standard input' : value.slice(1)}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new InvalidArgumentError(`not valid JSON (${(err as Error).message}).`);
+  }
+}
