@@ -21,3 +21,16 @@ export function baton(args: string[], env: Record<string, string | undefined> = 
     });
   });
 }
+
+/** Runs the CLI as the agent holding `token`, against the test stack. */
+export function cliAs(token: string | undefined, stack: { SUPABASE_URL: string; SUPABASE_ANON_KEY: string }) {
+  return (...args: string[]) => baton(args, {
+    SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: token,
+  });
+}
+
+/** Parses stdout as the one JSON document `--json` promises. */
+export function parsed<T = any>(result: CliResult): T { // eslint-disable-line @typescript-eslint/no-explicit-any
+  if (result.code !== 0) throw new Error(`exit ${result.code}: ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}

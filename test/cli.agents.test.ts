@@ -1,0 +1,147 @@
+/** Presence, messages, operator commands, help and the protocol's wrapper scripts, through the built CLI. */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { Agent, AgentPresence, Message, Task } from '../src/schemas.js';
+import { baton, cliAs, cliPath, parsed } from './cli.js';
+import { newAgent, stack, uniqueId } from './helpers.js';
+
+const operator = (...args: string[]) => baton(args, {
+  SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_SERVICE_ROLE_KEY: stack.SUPABASE_SERVICE_ROLE_KEY, SUPABASE_JWT_SECRET: stack.SUPABASE_JWT_SECRET,
+});
+
+describe('presence', async () => {
+  const capability = `presence-${Date.now()}`;
+  const online = await newAgent('online', { capabilities: [capability, 'extra'] });
+  const offline = await newAgent('offline', { capabilities: [capability] });
+  const asOnline = cliAs(online.token, stack);
+
+  it('sets the status line with a heartbeat', async () => {
+    const text = await asOnline('status', 'crunching numbers');
+    expect(text.stdout).toBe(`${online.id}: crunching numbers (heartbeat sent)\n`);
+    expect(Agent.parse(parsed(await asOnline('status', 'still crunching', '--json')))).toMatchObject({ status_message: 'still crunching', is_active: true });
+  });
+
+  it('discovers online agents by capability, and offline ones with --all', async () => {
+    const found = z.array(AgentPresence).parse(parsed(await asOnline('discover', '--capability', capability, '--json')));
+    expect(found.map((a) => a.id)).toEqual([online.id]);
+    const all = z.array(AgentPresence).parse(parsed(await asOnline('discover', '-c', capability, '--all', '--json')));
+    expect(all.map((a) => [a.id, a.is_online])).toEqual([[offline.id, false], [online.id, true]].sort());
+    const table = await asOnline('discover', '-c', capability);
+    expect(table.stdout).toMatch(/^ID\s+NAME\s+ONLINE\s+CAPABILITIES\s+SKILLS\s+STATUS\s+HEARTBEAT$/m);
+    expect(table.stdout).toContain('still crunching');
+  });
+});
+
+describe('messages', async () => {
+  const alice = await newAgent('alice');
+  const bob = await newAgent('bob');
+  const asAlice = cliAs(alice.token, stack);
+  const asBob = cliAs(bob.token, stack);
+
+  it('sends a direct message that the inbox shows and marks read', async () => {
+    const sent = Message.parse(parsed(await asAlice('message', bob.id, 'hello bob', '--json')));
+    expect(sent).toMatchObject({ from_agent: alice.id, to_agent: bob.id, body: { text: 'hello bob' } });
+    expect((await asAlice('message', bob.id, 'second')).stdout).toMatch(/^Sent [0-9a-f]{8} to bob-/);
+    const unread = z.array(Message).parse(parsed(await asBob('inbox', '--unread', '--json')));
+    expect(unread.map((m) => m.id)).toContain(sent.id);
+    expect(parsed(await asBob('inbox', '--unread', '--json'))).toEqual([]);
+    const text = await asBob('inbox');
+    expect(text.stdout).toMatch(/^ID\s+AGE\s+FROM\s+TO\s+KIND\s+TASK\s+TEXT$/m);
+    expect(text.stdout).toContain('hello bob');
+  });
+
+  it('sends to everyone with --all, threads on a task, and replies', async () => {
+    const everyone = Message.parse(parsed(await asAlice('message', '--all', 'deploy freeze', '--json')));
+    expect(everyone.to_agent).toBeNull();
+    const task = Task.parse(parsed(await asAlice('handoff', bob.id, 'threaded', '--allow-offline', '--json')));
+    const onTask = Message.parse(parsed(await asBob('message', alice.id, 'on it', '--task', task.id.slice(0, 8), '--reply-to', everyone.id, '--json')));
+    expect(onTask).toMatchObject({ task_id: task.id, reply_to_id: everyone.id });
+    const thread = z.array(Message).parse(parsed(await asAlice('inbox', '--task', task.id, '--json')));
+    expect(thread.map((m) => m.id)).toEqual([onTask.id]);
+  });
+
+  it('refuses a message without text or recipient with exit 2', async () => {
+    expect((await asAlice('message', bob.id)).code).toBe(2);
+    expect((await asAlice('message', '--all')).code).toBe(2);
+    expect((await asAlice('message', '--all', 'a', 'b')).code).toBe(2);
+    expect((await asAlice('message', 'nobody-qq', 'hi')).code).toBe(1);
+  });
+});
+
+describe('operator commands', () => {
+  it('create, show, list, token and revoke agents', async () => {
+    const id = uniqueId('ops');
+    const created = parsed(await operator('agent', 'create', id, '-c', 'a,b', '-c', 'c', '--display-name', 'Ops Bot', '--max-concurrent', '2', '--json'));
+    expect(created).toMatchObject({ id, token: expect.any(String), agent: { capabilities: ['a', 'b', 'c'], display_name: 'Ops Bot', max_concurrent: 2 } });
+    expect((await operator('agent', 'show', id)).stdout).toMatch(/^capabilities\s+a, b, c$/m);
+    expect(z.array(Agent).parse(parsed(await operator('agent', 'list', '--json'))).map((a) => a.id)).toContain(id);
+    const second = parsed(await operator('agent', 'token', id, '--expires-in', '1d', '--json'));
+    const asAgent = cliAs(second.token, stack);
+    expect((await asAgent('status', 'alive')).code).toBe(0);
+    expect((await operator('agent', 'revoke', id)).stdout).toBe(`Revoked 2 token(s) of ${id}; they stop working now.\n`);
+    const refused = await asAgent('status', 'alive?');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/was revoked/);
+    const twice = await operator('agent', 'create', id);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toMatch(/already exists/);
+    expect((await operator('agent', 'create', 'Bad Name')).code).toBe(1);
+    expect((await operator('agent', 'token', id, '--expires-in', 'soon')).code).toBe(2);
+    expect((await operator('agent', 'show', 'nobody-zz')).code).toBe(1);
+  });
+
+  it('need the service-role key', async () => {
+    const result = await baton(['agent', 'list'], { SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/SUPABASE_SERVICE_ROLE_KEY is not set/);
+  });
+});
+
+describe('help', () => {
+  const commands = [
+    'discover', 'status', 'handoff', 'broadcast', 'tasks', 'show', 'claim', 'start', 'progress', 'ask', 'answer',
+    'reject', 'complete', 'fail', 'cancel', 'release', 'reassign', 'message', 'inbox',
+    'agent create', 'agent token', 'agent revoke', 'agent list', 'agent show',
+    'stack start', 'stack stop', 'stack status', 'stack env',
+  ];
+  it('shows a real example for every command', async () => {
+    const results = await Promise.all(commands.map((c) => baton([...c.split(' '), '--help'])));
+    results.forEach((result, i) => {
+      expect(result.code, commands[i]).toBe(0);
+      expect(result.stdout, commands[i]).toMatch(new RegExp(`Example:\\n\\s+\\$ baton ${commands[i]!.split(' ')[0]}`));
+    });
+  });
+});
+
+describe('the protocol\'s scripts', async () => {
+  const scripts = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'scripts', 'agentcomms');
+  const alice = await newAgent('alice');
+  const bob = await newAgent('bob', { capabilities: ['web'] });
+  const run = (token: string, script: string, ...args: string[]) => new Promise<{ code: number; stdout: string }>((resolve) => {
+    execFile(path.join(scripts, script), args, {
+      env: { ...process.env, NO_COLOR: '1', SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: token, BATON_BIN: cliPath },
+    }, (error, stdout) => resolve({ code: error ? Number(error.code) || 1 : 0, stdout }));
+  });
+
+  it('keep working as one-line wrappers with the old positional arguments', async () => {
+    expect((await run(bob.token, 'status.sh', 'on duty')).stdout).toMatch(/on duty/);
+    expect((await run(alice.token, 'discover.sh', 'web')).stdout).toContain(bob.id);
+    const handed = await run(alice.token, 'handoff.sh', bob.id, 'scrape the docs', 'urgent');
+    expect(handed.stdout).toMatch(/\(urgent\) — pending/);
+    const id = /Handed off ([0-9a-f]{8})/.exec(handed.stdout)![1]!;
+    expect((await run(bob.token, 'tasks.sh', '--mine')).stdout).toContain(id);
+    expect((await run(bob.token, 'claim.sh', id)).stdout).toMatch(/in_progress/);
+    expect((await run(bob.token, 'complete.sh', id, 'scraped 12 pages')).stdout).toMatch(/completed/);
+    const second = /Handed off ([0-9a-f]{8})/.exec((await run(alice.token, 'handoff.sh', bob.id, 'again')).stdout)![1]!;
+    expect((await run(bob.token, 'reject.sh', second, 'done already')).stdout).toMatch(/rejected/);
+    await run(alice.token, 'broadcast.sh', 'any web job', 'web', 'high');
+    expect((await run(bob.token, 'claim.sh')).stdout).toMatch(/any web job/);
+    const third = /Handed off ([0-9a-f]{8})/.exec((await run(alice.token, 'handoff.sh', bob.id, 'doomed')).stdout)![1]!;
+    await run(bob.token, 'claim.sh', third);
+    expect((await run(bob.token, 'fail.sh', third, 'site down')).stdout).toMatch(/failed/);
+    expect((await run(bob.token, 'tasks.sh', '--all')).code).toBe(0);
+  });
+});
