@@ -7,7 +7,7 @@ const db = database();
 
 describe('the claim race', async () => {
   const sender = await newAgent('race-sender');
-  const racers = await Promise.all(Array.from({ length: 12 }, () => newAgent('racer', { capabilities: ['race'] })));
+  const racers = await Promise.all(Array.from({ length: 12 }, () => newAgent('racer', { capabilities: ['race'], maxConcurrent: 50 })));
 
   it('gives one broadcast task to exactly one of many concurrent claimers', async () => {
     for (let round = 0; round < 5; round++) {

@@ -34,13 +34,17 @@ create table public.baton_settings (
   id boolean primary key default true check (id),
   max_chain_depth integer not null default 5 check (max_chain_depth between 1 and 100),
   offline_after interval not null default interval '5 minutes' check (offline_after > interval '0'),
-  default_lease interval not null default interval '5 minutes' check (default_lease > interval '0')
+  default_lease interval not null default interval '5 minutes' check (default_lease > interval '0'),
+  retry_base_delay interval not null default interval '2 seconds' check (retry_base_delay >= interval '0'),
+  retry_max_delay interval not null default interval '1 hour' check (retry_max_delay >= interval '0')
 );
 alter table public.baton_settings enable row level security;
 comment on table public.baton_settings is 'One row of operator settings that Baton''s rules read. Edit it here; agents cannot.';
 comment on column public.baton_settings.max_chain_depth is 'Loop guard: how deep a chain of hand-offs (parent to child) may go.';
 comment on column public.baton_settings.offline_after is 'An agent whose last heartbeat is older than this counts as offline.';
 comment on column public.baton_settings.default_lease is 'How long a claim holds before the sweep may re-queue it, unless the claim asks for another.';
+comment on column public.baton_settings.retry_base_delay is 'A retried task waits about this long after its first failure, doubling with each attempt (with jitter).';
+comment on column public.baton_settings.retry_max_delay is 'The longest a retried task waits before it may be claimed again.';
 insert into public.baton_settings default values;
 revoke all on table public.baton_settings from anon, authenticated;
 grant select on table public.baton_settings to authenticated;

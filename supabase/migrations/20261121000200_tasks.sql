@@ -61,6 +61,8 @@ create table public.task_handoffs (
   started_at timestamptz,
   completed_at timestamptz,
   lease_expires_at timestamptz,
+  lease_seconds integer,
+  not_before timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   parent_task_id uuid references public.task_handoffs (id),
@@ -89,6 +91,8 @@ comment on column public.task_handoffs.progress_percent is 'How far along the ho
 comment on column public.task_handoffs.claimed_by is 'The agent holding (or last holding) the task.';
 comment on column public.task_handoffs.claim_token is 'Fencing token of the current claim: complete, fail and release must present it, so a holder whose claim was lost cannot overwrite the new holder''s outcome.';
 comment on column public.task_handoffs.lease_expires_at is 'When the current claim lapses unless renewed; after it the task may be re-queued.';
+comment on column public.task_handoffs.lease_seconds is 'How long a claim on this task holds unless renewed; null means baton_settings.default_lease.';
+comment on column public.task_handoffs.not_before is 'A task retried after a failure is not claimed again before this (exponential backoff with jitter).';
 comment on column public.task_handoffs.parent_task_id is 'The task within which this one was handed off.';
 comment on column public.task_handoffs.root_task_id is 'The first task of the chain this one belongs to (itself for a task with no parent).';
 comment on column public.task_handoffs.depth is 'How many hand-offs deep in its chain (0 for a root); capped by baton_settings.max_chain_depth.';
@@ -106,6 +110,8 @@ create index task_handoffs_held_idx on public.task_handoffs (claimed_by)
   where status in ('claimed', 'in_progress', 'input_required');
 create index task_handoffs_leases_idx on public.task_handoffs (lease_expires_at)
   where status in ('claimed', 'in_progress');
+create index task_handoffs_deadlines_idx on public.task_handoffs (deadline)
+  where status = 'pending' and deadline is not null;
 create index task_handoffs_from_agent_idx on public.task_handoffs (from_agent, created_at desc);
 create index task_handoffs_to_agent_idx on public.task_handoffs (to_agent, created_at desc);
 create index task_handoffs_parent_idx on public.task_handoffs (parent_task_id) where parent_task_id is not null;
@@ -191,6 +197,10 @@ begin
     raise exception 'max_attempts must be between 1 and 100, got %', new.max_attempts
       using errcode = 'BT005', hint = 'Use a small number such as 3.';
   end if;
+  if new.lease_seconds not between 5 and 86400 then
+    raise exception 'a lease must be between 5 seconds and 1 day, got % seconds', new.lease_seconds
+      using errcode = 'BT005', hint = 'Ask for a lease a little longer than the work takes between heartbeats.';
+  end if;
   if new.progress_percent not between 0 and 100 then
     raise exception 'progress must be a percentage from 0 to 100, got %', new.progress_percent
       using errcode = 'BT005', hint = 'Give a whole number such as 40.';
@@ -222,6 +232,7 @@ begin
   new.lease_expires_at := null;
   new.result := null;
   new.attempts := 0;
+  new.not_before := null;
   new.created_at := now();
   new.updated_at := now();
   if new.deadline is not null and new.deadline <= now() then
@@ -290,6 +301,9 @@ begin
         new.claimed_at := null;
         new.started_at := null;
         new.lease_expires_at := null;
+        new.progress_message := null;
+        new.progress_percent := null;
+        new.progress_at := null;
       when 'completed', 'failed', 'rejected', 'cancelled' then
         new.completed_at := now();
         new.lease_expires_at := null;
@@ -336,7 +350,7 @@ begin
     insert into public.task_events (task_id, actor, from_status, to_status, note)
     values (
       new.id,
-      coalesce(baton_private.current_agent_id(), nullif(auth.role(), ''), session_user),
+      coalesce(nullif(current_setting('baton.actor', true), ''), baton_private.current_agent_id(), nullif(auth.role(), ''), session_user),
       case when tg_op = 'UPDATE' then old.status end,
       new.status,
       nullif(current_setting('baton.note', true), '')

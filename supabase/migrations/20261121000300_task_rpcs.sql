@@ -32,12 +32,13 @@ begin
 end
 $$;
 
+-- A lease asked for at claim time; null leaves it to the task's lease_seconds or the default.
 create function baton_private.lease_for(p_lease_seconds integer) returns interval
 language plpgsql stable set search_path = ''
 as $$
 begin
   if p_lease_seconds is null then
-    return (baton_private.settings()).default_lease;
+    return null;
   end if;
   if p_lease_seconds not between 5 and 86400 then
     raise exception 'a lease must be between 5 seconds and 1 day, got % seconds', p_lease_seconds
@@ -69,6 +70,14 @@ begin
 end
 $$;
 
+-- Exponential backoff with jitter: base * 2^(attempt - 1), capped, then scaled by 0.75 to 1.25.
+create function baton_private.retry_delay(attempt integer) returns interval
+language sql volatile set search_path = ''
+as $$
+  select least(s.retry_base_delay * power(2, greatest(attempt - 1, 0))::numeric::float8, s.retry_max_delay) * (0.75 + random() * 0.5)
+  from public.baton_settings s where s.id
+$$;
+
 create function baton_private.set_note(note text) returns void
 language sql set search_path = ''
 as $$ select set_config('baton.note', coalesce(note, ''), true) $$;
@@ -79,8 +88,9 @@ language plpgsql set search_path = ''
 as $$
 begin
   update public.task_handoffs
-  set status = 'claimed', claimed_by = agent, claim_token = gen_random_uuid(),
-      attempts = attempts + 1, lease_expires_at = now() + lease
+  set status = 'claimed', claimed_by = agent, claim_token = gen_random_uuid(), attempts = attempts + 1,
+      not_before = null,
+      lease_expires_at = now() + coalesce(lease, make_interval(secs => lease_seconds), (baton_private.settings()).default_lease)
   where id = any (ids);
   if start then
     update public.task_handoffs set status = 'in_progress' where id = any (ids);
@@ -101,7 +111,8 @@ create function public.handoff_task(
   p_max_attempts integer default 3,
   p_parent_task_id uuid default null,
   p_idempotency_key text default null,
-  p_allow_offline boolean default true
+  p_allow_offline boolean default true,
+  p_lease_seconds integer default null
 ) returns public.task_handoffs
 language plpgsql security definer set search_path = ''
 as $$
@@ -143,11 +154,11 @@ begin
 
   insert into public.task_handoffs (
     from_agent, to_agent, title, description, priority, payload, required_capabilities,
-    deadline, max_attempts, parent_task_id, idempotency_key
+    deadline, max_attempts, parent_task_id, idempotency_key, lease_seconds
   ) values (
     me, p_to_agent, p_title, p_description, coalesce(p_priority, 'medium'), coalesce(p_payload, '{}'),
     coalesce(p_required_capabilities, '{}'), p_deadline, coalesce(p_max_attempts, 3), p_parent_task_id,
-    p_idempotency_key
+    p_idempotency_key, p_lease_seconds
   )
   on conflict (from_agent, idempotency_key) do nothing
   returning * into t;
@@ -235,6 +246,7 @@ begin
   select coalesce(array_agg(picked.id), '{}') into ids from (
     select t.id from public.task_handoffs t
     where t.status = 'pending' and t.to_agent = me
+      and (t.not_before is null or t.not_before <= now())
       and (p_capabilities is null or t.required_capabilities @> p_capabilities)
     order by t.priority desc, t.created_at
     limit wanted
@@ -245,6 +257,7 @@ begin
     select coalesce(array_agg(picked.id), '{}') into more from (
       select t.id from public.task_handoffs t
       where t.status = 'pending' and t.to_agent is null and t.required_capabilities <@ mine
+        and (t.not_before is null or t.not_before <= now())
         and (p_capabilities is null or t.required_capabilities @> p_capabilities)
       order by t.priority desc, t.created_at
       limit wanted - cardinality(ids)
@@ -323,10 +336,11 @@ begin
   end if;
   if p_retry and t.attempts < t.max_attempts then
     perform baton_private.set_note(format('retry after attempt %s of %s: %s', t.attempts, t.max_attempts, p_error));
-    update public.task_handoffs set status = 'pending', status_reason = p_error
+    update public.task_handoffs
+    set status = 'pending', status_reason = p_error, not_before = now() + baton_private.retry_delay(t.attempts)
     where id = t.id returning * into t;
   else
-    perform baton_private.set_note(p_error);
+    perform baton_private.set_note(case when p_retry then format('out of attempts (%s of %s): %s', t.attempts, t.max_attempts, p_error) else p_error end);
     update public.task_handoffs set status = 'failed', status_reason = p_error
     where id = t.id returning * into t;
   end if;
