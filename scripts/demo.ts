@@ -15,7 +15,8 @@ fs.chmodSync(dir, 0o755); // as root, Postgres runs as "postgres" and must enter
 
 say('Starting the embedded stack (Postgres, migrations via the Supabase CLI, PostgREST, gateway)…');
 const started = Date.now();
-const stack = await startStack({ dir, apiPort: await freePort(), dbPort: await freePort() });
+const apiPort = await freePort();
+const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
 try {
   const { env } = stack;
   say(`  API ${env.SUPABASE_URL}/rest/v1 ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

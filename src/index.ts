@@ -5,3 +5,5 @@ export * from './schemas.js';
 export { loadConfig, defaults, type BatonConfig } from './config.js';
 export { startStack, type Stack, type StackOptions, type StackEnv } from './stack/index.js';
 export { mintAgentToken, mintApiKey } from './tokens.js';
+export { createAgent, BatonAgent, type AgentOptions } from './agent/daemon.js';
+export { RetryableError, RETRY_EXIT_CODE, type Executor, type Executors, type ExecutorContext, type Handler, type ShellExecutor } from './agent/executors.js';

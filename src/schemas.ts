@@ -80,6 +80,8 @@ export const Task = z.object({
   started_at: timestamp.nullable(),
   completed_at: timestamp.nullable(),
   lease_expires_at: timestamp.nullable(),
+  lease_seconds: z.number().int().nullable(),
+  not_before: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
   parent_task_id: z.uuid().nullable(),
@@ -132,6 +134,8 @@ export const HandoffInput = z.object({
   maxAttempts: z.number().int().optional(),
   parentTaskId: taskId.optional(),
   idempotencyKey: z.string().optional(),
+  /** How long a claim on the task holds unless renewed (default: baton_settings.default_lease). */
+  leaseSeconds: z.number().int().optional(),
   /** Queue for an offline addressee instead of refusing (BT011). Default true. */
   allowOffline: z.boolean().optional(),
 });
@@ -148,6 +152,23 @@ export const ClaimNextOptions = ClaimOptions.extend({
   capabilities: z.array(z.string()).optional(),
 });
 export type ClaimNextOptions = z.input<typeof ClaimNextOptions>;
+
+export const ClaimCheck = z.object({
+  task_id: z.uuid(),
+  status: TaskStatus.nullable(),
+  current: z.boolean(),
+  lease_expires_at: timestamp.nullable(),
+});
+export type ClaimCheck = z.infer<typeof ClaimCheck>;
+
+export const SweepReport = z.object({
+  requeued_silent: z.number().int(),
+  requeued_unstarted: z.number().int(),
+  requeued_expired: z.number().int(),
+  dead_lettered: z.number().int(),
+  deadline_cancelled: z.number().int(),
+});
+export type SweepReport = z.infer<typeof SweepReport>;
 
 export const MessageInput = z.object({
   to: agentId.nullable().optional(),

@@ -15,7 +15,8 @@ declare module 'vitest' {
 
 export default async function setup(project: TestProject) {
   const dir = makeStackDir('baton-test-');
-  const stack = await startStack({ dir, apiPort: await freePort(), dbPort: await freePort() });
+  const apiPort = await freePort();
+  const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
   project.provide('stack', stack.env);
   return async () => {
     await stack.stop();

@@ -44,6 +44,16 @@ describe('handing off', async () => {
     expect(err.message).toContain('the limit is 5');
   });
 
+  it('shows the holder of a sub-task its whole chain, nearest first, even tasks it could not see', async () => {
+    const carol = await newAgent('carol');
+    const root = await runningTask(alice, bob, 'root');
+    const middle = await bob.client.claim((await bob.client.handoff({ to: bob.id, title: 'middle', parentTaskId: root.id })).id, { start: true });
+    const leaf = await bob.client.handoff({ to: carol.id, title: 'leaf', parentTaskId: middle.id });
+    await refusal(carol.client.getTask(root.id), 'BT002');
+    expect((await carol.client.ancestors(leaf.id)).map((t) => t.title)).toEqual(['middle', 'root']);
+    await refusal(alice.client.ancestors(crypto.randomUUID()), 'BT002');
+  });
+
   it('lets only the holder or sender of a parent hand off within it', async () => {
     const carol = await newAgent('carol');
     const task = await runningTask(alice, bob);

@@ -10,7 +10,7 @@ import { baton } from './cli.js';
 describe('baton stack', async () => {
   const dir = makeStackDir('baton-cli-stack-');
   const apiPort = await freePort();
-  const dbPort = await freePort();
+  const dbPort = await freePort([apiPort]);
   const at = ['--dir', dir, '--api-port', String(apiPort), '--db-port', String(dbPort)];
 
   afterAll(async () => {
@@ -61,7 +61,7 @@ describe('baton stack', async () => {
     const taken = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as net.AddressInfo).port)));
     const other = makeStackDir('baton-cli-taken-');
     try {
-      const result = await baton(['stack', 'start', '--dir', other, '--api-port', String(taken), '--db-port', String(await freePort())]);
+      const result = await baton(['stack', 'start', '--dir', other, '--api-port', String(taken), '--db-port', String(await freePort([taken]))]);
       expect(result.code).toBe(1);
       expect(result.stderr).toContain(`port ${taken} (API) is already in use`);
       expect(result.stderr).toContain('--api-port');

@@ -55,13 +55,18 @@ function endpoint(config: BatonConfig): Endpoint {
   );
 }
 
-export function agentClient(config: BatonConfig): BatonClient {
+/** Where and as whom an agent acts. */
+export function agentEndpoint(config: BatonConfig): { url: string; anonKey: string; token: string } {
   const { url, anonKey } = endpoint(config);
   if (!anonKey) throw usageError('SUPABASE_ANON_KEY is not set', 'Set it to the project\'s anon key (baton stack env prints the local one).');
   if (!config.agentToken) {
     throw usageError('BATON_AGENT_TOKEN is not set', 'Set it to the token printed by `baton agent create <id>`.');
   }
-  return createBatonClient({ url, anonKey, token: config.agentToken });
+  return { url, anonKey, token: config.agentToken };
+}
+
+export function agentClient(config: BatonConfig): BatonClient {
+  return createBatonClient(agentEndpoint(config));
 }
 
 export function adminClient(config: BatonConfig): AdminClient {

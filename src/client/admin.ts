@@ -2,7 +2,7 @@
 import type { SupabaseClient } from '@supabase/supabase-js';
 import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
-import { Agent } from '../schemas.js';
+import { Agent, SweepReport } from '../schemas.js';
 import { mintAgentToken } from '../tokens.js';
 import { connect, unwrap, unwrapOne } from './connection.js';
 
@@ -67,6 +67,11 @@ export class AdminClient {
   /** Revokes every token of the agent at once; returns how many were still live. */
   async revokeAgent(agentId: string): Promise<number> {
     return unwrap(this.db.rpc('revoke_agent_tokens', { p_agent_id: agentId }), z.number().int());
+  }
+
+  /** The same sweep every daemon runs, for system cron or pg_cron. */
+  async sweep(): Promise<SweepReport> {
+    return unwrap(this.db.rpc('sweep_tasks'), SweepReport);
   }
 
   async listAgents(): Promise<Agent[]> {

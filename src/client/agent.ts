@@ -4,7 +4,7 @@ import { decodeJwt } from 'jose';
 import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
 import {
-  Agent, AgentPresence, AgentProfile, ClaimNextOptions, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
+  Agent, AgentPresence, AgentProfile, ClaimCheck, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
   TaskId, TaskResult, TaskStatus,
 } from '../schemas.js';
 import { connect, parseInput, unwrap, unwrapOne } from './connection.js';
@@ -57,6 +57,7 @@ export class BatonClient {
       p_parent_task_id: task.parentTaskId ?? null,
       p_idempotency_key: task.idempotencyKey ?? null,
       p_allow_offline: task.allowOffline ?? true,
+      p_lease_seconds: task.leaseSeconds ?? null,
     }), Task);
   }
 
@@ -195,6 +196,29 @@ export class BatonClient {
     );
   }
 
+  /**
+   * For each claim: is it still this agent's current claim? With `renew`, extends the leases of those
+   * that are. A daemon stops work whose claim is no longer current (cancelled, re-queued, taken over).
+   */
+  async checkClaims(claims: Array<{ taskId: string; claimToken: string }>, { renew = false } = {}): Promise<ClaimCheck[]> {
+    if (claims.length === 0) return [];
+    return unwrap(this.db.rpc('check_claims', {
+      p_task_ids: claims.map((c) => c.taskId),
+      p_claim_tokens: claims.map((c) => c.claimToken),
+      p_renew: renew,
+    }), z.array(ClaimCheck));
+  }
+
+  /** Re-queues dropped claims, dead-letters tasks out of attempts, cancels overdue ones. */
+  async sweep(): Promise<SweepReport> {
+    return unwrap(this.db.rpc('sweep_tasks'), SweepReport);
+  }
+
+  /** The tasks this task was handed off within, nearest first. */
+  async ancestors(taskId: string): Promise<Task[]> {
+    return unwrap(this.db.rpc('task_ancestors', { p_task_id: parseInput(TaskId, taskId) }), Tasks);
+  }
+
   /** The task's history, oldest first. */
   async events(taskId: string): Promise<TaskEvent[]> {
     return unwrap(
@@ -216,10 +240,13 @@ export class BatonClient {
   }
 
   /** Messages to, from or for everyone, newest first. */
-  async messages({ unread = false, taskId, limit = 50 }: { unread?: boolean; taskId?: string; limit?: number } = {}): Promise<Message[]> {
+  async messages(
+    { unread = false, taskId, kind, limit = 50 }: { unread?: boolean; taskId?: string; kind?: MessageKind; limit?: number } = {},
+  ): Promise<Message[]> {
     let query = this.db.from('agent_messages').select('*');
     if (unread) query = query.eq('to_agent', this.agentId).is('read_at', null);
     if (taskId) query = query.eq('task_id', parseInput(TaskId, taskId));
+    if (kind) query = query.eq('kind', kind);
     return unwrap(query.order('created_at', { ascending: false }).limit(limit), z.array(Message));
   }
 
@@ -255,6 +282,7 @@ export class BatonClient {
       comms_endpoint: p.commsEndpoint,
       max_concurrent: p.maxConcurrent,
     }).filter(([, value]) => value !== undefined));
+    if (Object.keys(changes).length === 0) return this.agent(this.agentId);
     return unwrapOne(this.db.from('agents').update(changes).eq('id', this.agentId).select('*').maybeSingle(), Agent, {
       message: `agent "${this.agentId}" is not registered`,
       hint: 'Ask an operator to register it: baton agent create <id>.',

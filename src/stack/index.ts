@@ -55,8 +55,9 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
     const pushed = await pushMigrations(env.DATABASE_URL);
     log.info({ output: pushed.trim().split('\n').slice(-2).join(' ') }, 'migrations applied');
 
-    const postgrestPort = await freePort();
+    const postgrestPort = await freePort([apiPort, dbPort]);
     const postgrest = await startPostgrest({
+      adminPort: await freePort([apiPort, dbPort, postgrestPort]),
       dbUri: `postgresql://authenticator:${secrets.authenticatorPassword}@127.0.0.1:${dbPort}/postgres`,
       port: postgrestPort,
       jwtSecret: secrets.jwtSecret,

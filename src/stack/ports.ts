@@ -13,8 +13,15 @@ export async function assertPortFree(port: number, what: string, flag: string): 
   }
 }
 
-/** A port the OS says is free right now. */
-export async function freePort(): Promise<number> {
+/** A port the OS says is free right now, other than those already chosen but not yet bound. */
+export async function freePort(avoid: number[] = []): Promise<number> {
+  for (;;) {
+    const port = await osFreePort();
+    if (!avoid.includes(port)) return port;
+  }
+}
+
+function osFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);

@@ -9,7 +9,6 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { freePort } from './ports.js';
 
 const require = createRequire(import.meta.url);
 const READY_TIMEOUT_MS = 30_000;
@@ -28,9 +27,8 @@ function binaryPath(): string {
 }
 
 export async function startPostgrest(
-  { dbUri, port, jwtSecret, log }: { dbUri: string; port: number; jwtSecret: string; log: Logger },
+  { dbUri, port, adminPort, jwtSecret, log }: { dbUri: string; port: number; adminPort: number; jwtSecret: string; log: Logger },
 ): Promise<PostgrestHandle> {
-  const adminPort = await freePort();
   const child = spawn(binaryPath(), [], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {

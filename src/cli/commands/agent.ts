@@ -1,20 +1,9 @@
 import type { Command } from 'commander';
 import type { Agent } from '../../schemas.js';
 import { adminClient, configOf } from '../context.js';
-import { usageError } from '../exit.js';
+import { expiresIn, list } from '../inputs.js';
 import { ago, emit, fields, table } from '../output.js';
-
-function list(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
-}
-
-function expiry(value: string | undefined): Date | undefined {
-  if (value === undefined) return undefined;
-  const match = /^(\d+)([mhd])$/.exec(value);
-  if (!match) throw usageError(`--expires-in must look like 30m, 12h or 90d, got "${value}"`);
-  const unit = { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd'];
-  return new Date(Date.now() + Number(match[1]) * unit);
-}
+import { registerDaemon } from './daemon.js';
 
 export function agentDetail(agent: Agent): string {
   return fields([
@@ -30,23 +19,24 @@ export function agentDetail(agent: Agent): string {
 }
 
 export function registerAgent(program: Command): void {
-  const agent = program.command('agent').description('register agents and manage their tokens (service-role key)');
+  const agent = program.command('agent').description('run an agent daemon; register agents and manage their tokens (service-role key)');
+  registerDaemon(agent, program);
 
   agent.command('create <id>')
     .description('register an agent and print its access token')
     .option('-c, --capabilities <list>', 'comma-separated capabilities (repeatable)', list)
     .option('-n, --display-name <name>', 'a name for people')
     .option('--max-concurrent <n>', 'how many tasks it may hold at once', (v) => Number(v))
-    .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)')
+    .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)', expiresIn)
     .addHelpText('after', '\nExample:\n  $ baton agent create cheenu --capabilities research,web --display-name "Cheenu"\n  $ export BATON_AGENT_TOKEN=$(baton agent create coder --json | jq -r .token)')
-    .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; expiresIn?: string }, command: Command) => {
+    .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; expiresIn?: Date }, command: Command) => {
       const config = configOf(command);
       const { agent: created, token } = await adminClient(config).createAgent({
         id,
         capabilities: opts.capabilities,
         displayName: opts.displayName,
         maxConcurrent: opts.maxConcurrent,
-        tokenExpiresAt: expiry(opts.expiresIn),
+        tokenExpiresAt: opts.expiresIn,
       });
       emit(config, { id: created.id, token, agent: created }, () =>
         `Agent ${created.id} registered. Its token (keep it secret; it acts as this agent):\n${token}\n\n` +
@@ -55,11 +45,11 @@ export function registerAgent(program: Command): void {
 
   agent.command('token <id>')
     .description('issue another token for an existing agent')
-    .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)')
+    .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)', expiresIn)
     .addHelpText('after', '\nExample:\n  $ baton agent token cheenu --expires-in 30d')
-    .action(async (id: string, opts: { expiresIn?: string }, command: Command) => {
+    .action(async (id: string, opts: { expiresIn?: Date }, command: Command) => {
       const config = configOf(command);
-      const token = await adminClient(config).issueToken(id, expiry(opts.expiresIn));
+      const token = await adminClient(config).issueToken(id, opts.expiresIn);
       emit(config, { id, token }, () => token);
     });
 

@@ -1,0 +1,280 @@
+/**
+ * The agent daemon: registers and heartbeats, keeps a view of its peers, sweeps, claims what fits its
+ * capacity, runs each task with its executor, and completes, fails or releases it.
+ *
+ *   const agent = createAgent(options); await agent.start(); … await agent.stop();
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Logger } from 'pino';
+import { BatonClient, createBatonClient } from '../client/agent.js';
+import { BatonError } from '../errors.js';
+import { silentLogger } from '../logger.js';
+import type { AgentPresence, Message, Task } from '../schemas.js';
+import {
+  RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
+} from './executors.js';
+import { agentDefaults, checkSchedule } from './options.js';
+
+export interface AgentOptions {
+  url: string;
+  anonKey: string;
+  /** The agent's token; the agent's id comes from it. */
+  token: string;
+  displayName?: string;
+  capabilities?: string[];
+  skillsOffered?: unknown;
+  /** How many tasks it runs at once; the database refuses claims beyond it. */
+  maxConcurrent?: number;
+  executors?: Executors;
+  /** node-cron expression for claiming (default every 5 s). */
+  poll?: string;
+  /** node-cron expression for heartbeats, lease renewal and peers (default every 30 s). */
+  heartbeat?: string;
+  /** On stop, how long running tasks may finish before they are released. */
+  graceSeconds?: number;
+  /** Run the sweep on every poll (default true). */
+  sweep?: boolean;
+  /** Runs once for each task this agent sent that reached a final state. */
+  onResult?: (task: Task, message: Message) => unknown;
+  log?: Logger;
+}
+
+interface Running {
+  task: Task;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
+
+export function createAgent(options: AgentOptions): BatonAgent {
+  return new BatonAgent(options);
+}
+
+export class BatonAgent {
+  readonly client: BatonClient;
+  readonly id: string;
+  peers: AgentPresence[] = [];
+  private readonly running = new Map<string, Running>();
+  private readonly log: Logger;
+  private readonly schedules: ScheduledTask[] = [];
+  private readonly poll: string;
+  private readonly heartbeat: string;
+  private stopping = false;
+  private started = false;
+  private polling: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: AgentOptions) {
+    this.client = createBatonClient({ url: options.url, anonKey: options.anonKey, token: options.token });
+    this.id = this.client.agentId;
+    this.log = (options.log ?? silentLogger).child({ agentId: this.id });
+    this.poll = checkSchedule(options.poll ?? agentDefaults.poll, 'poll');
+    this.heartbeat = checkSchedule(options.heartbeat ?? agentDefaults.heartbeat, 'heartbeat');
+  }
+
+  /** Tasks running now. */
+  get runningTasks(): Task[] {
+    return [...this.running.values()].map((r) => r.task);
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    await this.register();
+    await this.beat();
+    this.schedules.push(
+      cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat` }),
+      cron.schedule(this.poll, () => this.pollOnce(), { noOverlap: true, name: `${this.id}-poll` }),
+    );
+    await this.pollOnce();
+    this.log.info({ capabilities: this.options.capabilities, maxConcurrent: this.options.maxConcurrent, poll: this.poll }, 'agent started');
+  }
+
+  /** One round, for cron-driven agents: register, beat, sweep, claim what fits, run it all, report. */
+  async tick(): Promise<{ ran: number }> {
+    await this.register();
+    await this.beat();
+    await this.pollOnce();
+    const ran = this.running.size;
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+    return { ran };
+  }
+
+  /**
+   * Stops claiming, lets running tasks finish within the grace period, releases the rest back to
+   * pending, and marks the agent inactive.
+   */
+  async stop({ graceSeconds = this.options.graceSeconds ?? agentDefaults.graceSeconds } = {}): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const schedule of this.schedules) await schedule.destroy();
+    await this.polling;
+    const all = () => Promise.allSettled([...this.running.values()].map((r) => r.done));
+    if (this.running.size > 0) {
+      this.log.info({ running: this.running.size, graceSeconds }, 'waiting for running tasks');
+      await Promise.race([all(), sleep(graceSeconds * 1000)]);
+    }
+    for (const { task, controller } of [...this.running.values()]) {
+      controller.abort(new Error('the agent is shutting down'));
+      await this.client.release(task.id, task.claim_token, 'the agent shut down before finishing').then(
+        () => this.log.info({ taskId: task.id }, 'released on shutdown'),
+        (err: unknown) => this.log.warn({ taskId: task.id, err }, 'could not release on shutdown'),
+      );
+    }
+    await Promise.race([all(), sleep(2000)]);
+    await this.client.heartbeat(undefined, { active: false }).catch((err: unknown) => this.log.warn({ err }, 'could not mark inactive'));
+    this.log.info('agent stopped');
+  }
+
+  /** Runs a poll now rather than at the next scheduled one. */
+  async pollNow(): Promise<void> {
+    await this.pollOnce();
+  }
+
+  private async register(): Promise<void> {
+    const { displayName, capabilities, skillsOffered, maxConcurrent } = this.options;
+    await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent });
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      await this.client.heartbeat();
+      await this.checkClaims(true);
+      this.peers = (await this.client.discover()).filter((p) => p.id !== this.id);
+    } catch (err) {
+      this.log.error({ err }, 'heartbeat failed');
+    }
+  }
+
+  private pollOnce(): Promise<void> {
+    if (this.stopping) return this.polling;
+    this.polling = this.pollRound().catch((err: unknown) => this.log.error({ err }, 'poll failed'));
+    return this.polling;
+  }
+
+  private async pollRound(): Promise<void> {
+    if (this.options.sweep !== false) {
+      const report = await this.client.sweep();
+      if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');
+    }
+    await this.checkClaims(false);
+    await this.deliverResults();
+    const free = (this.options.maxConcurrent ?? 4) - this.running.size;
+    if (free < 1 || this.stopping) return;
+    const claimed = await this.client.claimNext({ limit: free, start: true });
+    for (const task of claimed) this.launch(task);
+  }
+
+  /** Stops work whose claim is no longer ours (cancelled, re-queued, reassigned); renews the rest. */
+  private async checkClaims(renew: boolean): Promise<void> {
+    const claims = [...this.running.values()].map(({ task }) => ({ taskId: task.id, claimToken: task.claim_token! }));
+    for (const check of await this.client.checkClaims(claims, { renew })) {
+      const run = this.running.get(check.task_id);
+      if (run && !check.current) {
+        this.log.info({ taskId: check.task_id, status: check.status }, 'claim no longer current; stopping its executor');
+        run.controller.abort(new Error(`the task is now ${check.status ?? 'gone'}`));
+      }
+    }
+  }
+
+  private async deliverResults(): Promise<void> {
+    if (!this.options.onResult) return;
+    const messages = await this.client.messages({ unread: true, kind: 'result', limit: 100 });
+    for (const message of messages.reverse()) {
+      if (!message.task_id) continue;
+      try {
+        await this.options.onResult(await this.client.getTask(message.task_id), message);
+      } catch (err) {
+        this.log.error({ err, taskId: message.task_id }, 'onResult failed; it will run again');
+        continue;
+      }
+      await this.client.markRead([message.id]);
+    }
+  }
+
+  private launch(task: Task): void {
+    const controller = new AbortController();
+    const run: Running = { task, controller, done: Promise.resolve() };
+    run.done = this.execute(task, controller.signal).finally(() => this.running.delete(task.id));
+    this.running.set(task.id, run);
+  }
+
+  private async execute(task: Task, signal: AbortSignal): Promise<void> {
+    const log = this.log.child({ taskId: task.id, attempt: task.attempts });
+    const started = Date.now();
+    log.info({ title: task.title, from: task.from_agent }, 'claimed');
+    const chosen = selectExecutor(this.options.executors ?? {}, task);
+    if (!chosen) {
+      const known = Object.keys(this.options.executors ?? {}).join(', ') || 'none';
+      return this.report(log, started, () => this.client.fail(task.id, task.claim_token,
+        `agent ${this.id} has no executor for task_type "${String(task.payload.task_type ?? '')}" or capabilities [${task.required_capabilities.join(', ')}] (it has: ${known})`), 'failed');
+    }
+    try {
+      const parents = task.parent_task_id ? await this.client.ancestors(task.id) : [];
+      const value = await runExecutor(chosen.executor, task, this.context(task, parents, signal, log), this.executorEnv());
+      if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
+      await this.report(log, started, () => this.client.complete(task.id, task.claim_token, toResult(value)), 'completed');
+    } catch (err) {
+      if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
+      const retry = err instanceof RetryableError;
+      const message = err instanceof Error ? err.message : String(err);
+      await this.report(log, started, () => this.client.fail(task.id, task.claim_token, message, { retry }), retry ? 'failed, retry requested' : 'failed', err);
+    }
+  }
+
+  /** Reports an outcome; a refusal because the claim was lost (fencing) is logged, not thrown. */
+  private async report(log: Logger, started: number, call: () => Promise<Task>, what: string, err?: unknown): Promise<void> {
+    try {
+      const task = await call();
+      log.info({ ms: Date.now() - started, status: task.status, ...(err ? { err } : {}) }, what);
+    } catch (refusal) {
+      if (refusal instanceof BatonError && fenced.has(refusal.code)) {
+        log.warn({ ms: Date.now() - started, code: refusal.code, reason: refusal.message }, 'late outcome refused: the claim was lost');
+      } else {
+        log.error({ err: refusal }, `could not report the task as ${what}`);
+      }
+    }
+  }
+
+  private context(task: Task, parents: Task[], signal: AbortSignal, log: Logger): ExecutorContext {
+    const client = this.client;
+    return {
+      task,
+      attempt: task.attempts,
+      agentId: this.id,
+      parents,
+      peers: this.peers,
+      signal,
+      log,
+      progress: async (message, percent) => {
+        await client.progress(task.id, message, percent);
+        log.info({ percent }, `progress: ${message}`);
+      },
+      message: async (to, body) => {
+        await client.send({ to, body, taskId: task.id });
+      },
+      ask: (question) => this.ask(task, question, signal, log),
+      handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),
+    };
+  }
+
+  private async ask(task: Task, question: string, signal: AbortSignal, log: Logger): Promise<string> {
+    await this.client.ask(task.id, question);
+    const [asked] = await this.client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    log.info({ question }, 'asked the sender; waiting for input');
+    while (!signal.aborted) {
+      const [answer] = await this.client.messages({ taskId: task.id, kind: 'answer', limit: 1 });
+      if (answer && answer.reply_to_id === asked?.id) {
+        const body = answer.body as { text?: unknown };
+        return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
+      }
+      await sleep(agentDefaults.askPollSeconds * 1000, undefined, { signal }).catch(() => undefined);
+    }
+    throw signal.reason ?? new Error('aborted while waiting for an answer');
+  }
+
+  private executorEnv(): Record<string, string> {
+    return { SUPABASE_URL: this.options.url, SUPABASE_ANON_KEY: this.options.anonKey, BATON_AGENT_TOKEN: this.options.token };
+  }
+}

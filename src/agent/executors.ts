@@ -1,0 +1,126 @@
+/**
+ * What runs a task: an in-process handler, or a shell command that reads the task as JSON on stdin and
+ * prints its result as JSON on stdout. Chosen by payload.task_type, else by a required capability,
+ * else the "*" executor.
+ */
+import { spawn } from 'node:child_process';
+import type { Logger } from 'pino';
+import type { AgentPresence, HandoffInput, Task, TaskResult } from '../schemas.js';
+
+/** Throw this (or exit 75 from a shell executor) for a failure worth retrying after a backoff. */
+export class RetryableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RetryableError';
+  }
+}
+
+/** Exit code of a shell executor that asks for a retry (EX_TEMPFAIL from sysexits.h). */
+export const RETRY_EXIT_CODE = 75;
+
+export interface ExecutorContext {
+  task: Task;
+  /** 1 for the first attempt. */
+  attempt: number;
+  agentId: string;
+  /** The tasks this one was handed off within, nearest first, with their results. */
+  parents: Task[];
+  /** Online agents as of the last heartbeat, for choosing whom to hand work to. */
+  peers: AgentPresence[];
+  /** Fires when the task is cancelled, re-queued or taken over, or the agent shuts down. */
+  signal: AbortSignal;
+  log: Logger;
+  progress(message: string, percent?: number): Promise<void>;
+  message(to: string | null, body: unknown): Promise<void>;
+  /** Asks the sender; the task waits in input_required and this resolves with the answer. */
+  ask(question: string): Promise<string>;
+  /** Hands off a sub-task linked to this one by parent_task_id. */
+  handoff(input: HandoffInput): Promise<Task>;
+}
+
+export type Handler = (task: Task, ctx: ExecutorContext) => unknown;
+
+export interface ShellExecutor {
+  /** Run with /bin/sh -c; receives the task as JSON on stdin and BATON_* ids in its environment. */
+  command: string;
+  timeoutSeconds?: number;
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
+export type Executor = Handler | ShellExecutor;
+export type Executors = Record<string, Executor>;
+
+export function selectExecutor(executors: Executors, task: Task): { name: string; executor: Executor } | undefined {
+  const taskType = typeof task.payload.task_type === 'string' ? task.payload.task_type : undefined;
+  const names = [taskType, ...task.required_capabilities, '*'].filter((n): n is string => Boolean(n));
+  const name = names.find((n) => executors[n]);
+  return name ? { name, executor: executors[name]! } : undefined;
+}
+
+/** Whatever an executor returned, as the protocol's result. */
+export function toResult(value: unknown): TaskResult {
+  if (value === undefined || value === null) return { status: 'success' };
+  if (typeof value === 'string') return { status: 'success', summary: value };
+  if (typeof value === 'object' && !Array.isArray(value) && typeof (value as { status?: unknown }).status === 'string') {
+    return value as TaskResult;
+  }
+  return { status: 'success', output: value };
+}
+
+export async function runExecutor(executor: Executor, task: Task, ctx: ExecutorContext, env: Record<string, string>): Promise<unknown> {
+  return typeof executor === 'function' ? executor(task, ctx) : runShell(executor, task, ctx, env);
+}
+
+const tail = (text: string, lines = 20) => text.trimEnd().split('\n').slice(-lines).join('\n').slice(-2000);
+
+function runShell(shell: ShellExecutor, task: Task, ctx: ExecutorContext, env: Record<string, string>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', shell.command], {
+      cwd: shell.cwd,
+      // Its own process group, so that a timeout or cancellation ends whatever the command started.
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: {
+        ...process.env, ...env, ...shell.env,
+        BATON_TASK_ID: task.id, BATON_AGENT_ID: ctx.agentId, BATON_ATTEMPT: String(ctx.attempt),
+        BATON_TASK_TYPE: typeof task.payload.task_type === 'string' ? task.payload.task_type : '',
+      },
+    });
+    let stdout = '';
+    let stderr = '';
+    let ended: string | undefined;
+    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk; });
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk; });
+
+    const end = (why: string) => {
+      if (ended || child.exitCode !== null) return;
+      ended = why;
+      const kill = (signal: NodeJS.Signals) => { try { process.kill(-child.pid!, signal); } catch { /* already gone */ } };
+      kill('SIGTERM');
+      setTimeout(() => kill('SIGKILL'), 2000).unref();
+    };
+    const timer = shell.timeoutSeconds ? setTimeout(() => end('timeout'), shell.timeoutSeconds * 1000) : undefined;
+    const onAbort = () => end('aborted');
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+
+    child.on('error', (err) => reject(new Error(`could not run "${shell.command}": ${err.message}`)));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', onAbort);
+      if (ended === 'timeout') return reject(new Error(`timed out after ${shell.timeoutSeconds} s${stderr ? `: ${tail(stderr)}` : ''}`));
+      if (ended === 'aborted') return reject(ctx.signal.reason ?? new Error('aborted'));
+      if (code === RETRY_EXIT_CODE) return reject(new RetryableError(`exit ${code} (retry): ${tail(stderr) || 'no error output'}`));
+      if (code !== 0) return reject(new Error(`exit ${code ?? signal}: ${tail(stderr) || 'no error output'}`));
+      const out = stdout.trim();
+      if (!out) return resolve(undefined);
+      try {
+        resolve(JSON.parse(out));
+      } catch {
+        resolve(out.slice(0, 4000));
+      }
+    });
+    child.stdin.on('error', () => { /* the command need not read its input */ });
+    child.stdin.end(JSON.stringify(task));
+  });
+}

@@ -1,0 +1,85 @@
+/** Running an agent: agent run (the daemon), agent tick (one round), sweep. */
+import type { Command } from 'commander';
+import { createAgent, type AgentOptions } from '../../agent/daemon.js';
+import { loadAgentFile } from '../../agent/options.js';
+import { createLogger } from '../../logger.js';
+import type { BatonConfig } from '../../config.js';
+import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
+import { emit, fields } from '../output.js';
+import { list } from '../inputs.js';
+
+interface DaemonFlags {
+  config?: string;
+  capabilities?: string[];
+  maxConcurrent?: number;
+  poll?: string;
+  heartbeat?: string;
+  grace?: number;
+}
+
+async function agentOptions(config: BatonConfig, flags: DaemonFlags): Promise<AgentOptions> {
+  const file = flags.config ? await loadAgentFile(flags.config) : {};
+  const { url, anonKey, token } = agentEndpoint(config);
+  return {
+    ...file,
+    url,
+    anonKey,
+    token,
+    capabilities: flags.capabilities ?? file.capabilities,
+    maxConcurrent: flags.maxConcurrent ?? file.maxConcurrent,
+    poll: flags.poll ?? file.poll,
+    heartbeat: flags.heartbeat ?? file.heartbeat,
+    graceSeconds: flags.grace ?? file.graceSeconds,
+    log: createLogger(),
+  };
+}
+
+function withDaemonOptions(command: Command): Command {
+  return command
+    .option('--config <file>', 'baton.agent.json: capabilities, executors, schedules (see the README)')
+    .option('-c, --capabilities <list>', 'capabilities to register, comma-separated (repeatable)', list)
+    .option('--max-concurrent <n>', 'tasks run at once', (v) => Number(v))
+    .option('--poll <cron>', 'claim schedule, node-cron syntax (default */5 * * * * *: every 5 s)')
+    .option('--heartbeat <cron>', 'heartbeat schedule (default */30 * * * * *)')
+    .option('--grace <seconds>', 'on SIGINT/SIGTERM, how long running tasks may finish', (v) => Number(v));
+}
+
+export function registerDaemon(agent: Command, program: Command): void {
+  withDaemonOptions(agent.command('run'))
+    .description('run the agent daemon until SIGINT or SIGTERM')
+    .addHelpText('after', `
+Example:
+  $ BATON_AGENT_TOKEN=… baton agent run --config baton.agent.json`)
+    .action(async (flags: DaemonFlags, command: Command) => {
+      const daemon = createAgent(await agentOptions(configOf(command), flags));
+      await daemon.start();
+      await new Promise<void>((resolve) => {
+        const shutdown = () => { daemon.stop().then(resolve, resolve); };
+        process.once('SIGINT', shutdown);
+        process.once('SIGTERM', shutdown);
+      });
+    });
+
+  withDaemonOptions(agent.command('tick'))
+    .description('one round: register, heartbeat, sweep, claim what fits, run it, report, exit')
+    .addHelpText('after', `
+Example (system cron, every 15 minutes):
+  */15 * * * * cd /srv/agent && BATON_AGENT_TOKEN=… baton agent tick --config baton.agent.json`)
+    .action(async (flags: DaemonFlags, command: Command) => {
+      const config = configOf(command);
+      const daemon = createAgent(await agentOptions(config, flags));
+      const { ran } = await daemon.tick();
+      emit(config, { agent: daemon.id, ran }, () => `${daemon.id}: ran ${ran} task(s).`);
+    });
+
+  program.command('sweep')
+    .description('re-queue dropped claims, fail tasks out of attempts, cancel overdue ones (as the agent, else the operator)')
+    .addHelpText('after', `
+Example (system cron, every minute):
+  * * * * * baton sweep --json >> /var/log/baton-sweep.log`)
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      const report = config.agentToken ? await agentClient(config).sweep() : await adminClient(config).sweep();
+      emit(config, report, (r) => fields(Object.entries(r).map(([k, v]) => [k.replaceAll('_', ' '), v])));
+    });
+}

@@ -1,0 +1,27 @@
+-- A task's chain, for the context an executor receives: whoever may see a task may see the tasks it was
+-- handed off within (their results are its inputs), even where it could not see them otherwise.
+
+create function public.task_ancestors(p_task_id uuid) returns setof public.task_handoffs
+language plpgsql stable security definer set search_path = ''
+as $$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs;
+begin
+  select * into t from public.task_handoffs where id = p_task_id;
+  if not found or not baton_private.can_see_task(t, me) then
+    raise exception 'no task % that agent "%" can see', p_task_id, me
+      using errcode = 'BT002', hint = 'Check the id: baton tasks --all lists the tasks you can see.';
+  end if;
+  return query
+    with recursive chain (id, parent_id, distance) as (
+      select p.id, p.parent_task_id, 1 from public.task_handoffs p where p.id = t.parent_task_id
+      union all
+      select p.id, p.parent_task_id, c.distance + 1 from public.task_handoffs p join chain c on p.id = c.parent_id
+    )
+    select p.* from chain c join public.task_handoffs p on p.id = c.id order by c.distance;
+end
+$$;
+comment on function public.task_ancestors is 'The tasks a task was handed off within, nearest first, for anyone who may see the task.';
+revoke all on function public.task_ancestors from public, anon;
+grant execute on function public.task_ancestors to authenticated;

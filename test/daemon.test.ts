@@ -1,0 +1,216 @@
+/** The daemon in-process against the real stack: executors, retries, cancellation, questions, capacity, shutdown. */
+import { describe, expect, it } from 'vitest';
+import { RetryableError } from '../src/agent/executors.js';
+import type { Task } from '../src/schemas.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { database, newAgent } from './helpers.js';
+
+const db = database();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('the agent daemon', () => {
+  it('registers, runs a task with its handler, completes it, and tells the sender once', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const results: Task[] = [];
+    await daemon(boss, { onResult: (task) => { results.push(task); } });
+    const { instance } = await daemon(worker, {
+      capabilities: ['math'], displayName: 'Worker', maxConcurrent: 3,
+      executors: { sum: (task) => ({ status: 'success', summary: 'added', metrics: { sum: (task.payload.numbers as number[]).reduce((a, b) => a + b) } }) },
+    });
+    expect(await worker.client.agent(worker.id)).toMatchObject({ capabilities: ['math'], display_name: 'Worker', max_concurrent: 3, is_active: true });
+    const task = await boss.client.handoff({ to: worker.id, title: 'add', payload: { task_type: 'sum', numbers: [1, 2, 3] } });
+    const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; });
+    expect(done.result).toMatchObject({ status: 'success', metrics: { sum: 6 } });
+    await eventually(async () => results.length > 0, 10_000, 'onResult');
+    await sleep(2500);
+    expect(results.map((t) => t.id)).toEqual([task.id]);
+    expect(instance.peers.map((p) => p.id)).toContain(boss.id);
+  });
+
+  it('fails a task it has no executor for, saying what it has', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    await daemon(worker, { executors: { known: () => 'ok' } });
+    const task = await boss.client.handoff({ to: worker.id, title: 'mystery', payload: { task_type: 'unknown' } });
+    const failed = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'failed' && t; });
+    expect(failed.status_reason).toMatch(/no executor for task_type "unknown".*it has: known/);
+  });
+
+  it('retries a retryable failure with growing backoff, then dead-letters it', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    await daemon(worker, { executors: { '*': () => { throw new RetryableError('upstream busy'); } } });
+    const task = await boss.client.handoff({ to: worker.id, title: 'flaky', maxAttempts: 3 });
+    const failed = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'failed' && t; }, 30_000);
+    expect(failed).toMatchObject({ attempts: 3, status_reason: 'upstream busy' });
+    const events = await boss.client.events(task.id);
+    const claims = events.filter((e) => e.to_status === 'claimed').map((e) => Date.parse(e.at));
+    const requeues = events.filter((e) => e.from_status === 'in_progress' && e.to_status === 'pending').map((e) => Date.parse(e.at));
+    expect(claims).toHaveLength(3);
+    expect(requeues).toHaveLength(2);
+    // base 2 s, doubling, jitter 0.75 to 1.25: at least 1.5 s, then 3 s.
+    expect(claims[1]! - requeues[0]!).toBeGreaterThanOrEqual(1500);
+    expect(claims[2]! - requeues[1]!).toBeGreaterThanOrEqual(3000);
+    expect(events.at(-1)!.note).toMatch(/out of attempts \(3 of 3\)/);
+  });
+
+  it('aborts a running executor within one poll when the task is cancelled', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    let abortedAt = 0;
+    const { instance } = await daemon(worker, {
+      executors: { '*': (_task, ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => { abortedAt = Date.now(); reject(ctx.signal.reason); })) },
+    });
+    const task = await boss.client.handoff({ to: worker.id, title: 'long job' });
+    await eventually(async () => instance.runningTasks.length === 1, 10_000, 'the task to start');
+    const cancelledAt = Date.now();
+    await boss.client.cancel(task.id, 'not needed');
+    await eventually(async () => abortedAt > 0, 5000, 'the abort');
+    expect(abortedAt - cancelledAt).toBeLessThan(2500);
+    await eventually(async () => instance.runningTasks.length === 0);
+    expect((await boss.client.getTask(task.id)).status).toBe('cancelled');
+  });
+
+  it('asks the sender and resumes with the answer (input_required round trip)', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    await daemon(worker, { executors: { '*': async (_task, ctx) => ({ status: 'success', summary: `told: ${await ctx.ask('which colour?')}` }) } });
+    const task = await boss.client.handoff({ to: worker.id, title: 'paint' });
+    await eventually(async () => (await boss.client.getTask(task.id)).status === 'input_required', 10_000, 'the question');
+    const [question] = await boss.client.messages({ taskId: task.id, kind: 'question' });
+    expect(question!.body).toEqual({ text: 'which colour?' });
+    await boss.client.answer(task.id, 'blue');
+    const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; });
+    expect(done.result!.summary).toBe('told: blue');
+  });
+
+  it('never runs more than max_concurrent tasks at once', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    let now = 0;
+    let peak = 0;
+    await daemon(worker, {
+      maxConcurrent: 2,
+      executors: { '*': async () => { now++; peak = Math.max(peak, now); await sleep(1200); now--; return 'done'; } },
+    });
+    const tasks = await Promise.all(Array.from({ length: 5 }, (_, i) => boss.client.handoff({ to: worker.id, title: `job ${i}` })));
+    await eventually(async () => {
+      const all = await Promise.all(tasks.map((t) => boss.client.getTask(t.id)));
+      return all.every((t) => t.status === 'completed');
+    }, 30_000);
+    expect(peak).toBe(2);
+  });
+
+  it('on stop, lets tasks finish within the grace period, releases the rest and goes inactive', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const { instance } = await daemon(worker, {
+      maxConcurrent: 2,
+      executors: { quick: async () => { await sleep(300); return 'quick'; }, slow: () => new Promise(() => undefined) },
+    });
+    const quick = await boss.client.handoff({ to: worker.id, title: 'quick', payload: { task_type: 'quick' } });
+    const slow = await boss.client.handoff({ to: worker.id, title: 'slow', payload: { task_type: 'slow' } });
+    await eventually(async () => instance.runningTasks.length === 2, 10_000, 'both tasks to start');
+    await instance.stop({ graceSeconds: 1 });
+    expect((await boss.client.getTask(quick.id)).status).toBe('completed');
+    expect(await boss.client.getTask(slow.id)).toMatchObject({ status: 'pending', claimed_by: null, attempts: 0 });
+    expect((await boss.client.agent(worker.id)).is_active).toBe(false);
+  });
+
+  it('hands off sub-tasks linked to their parent, whose results the child sees', async () => {
+    const boss = await newAgent('boss');
+    const lead = await newAgent('lead');
+    const helper = await newAgent('helper');
+    let seen: Task[] = [];
+    await daemon(helper, { executors: { '*': (_task, ctx) => { seen = ctx.parents; return 'helped'; } } });
+    await daemon(lead, {
+      executors: {
+        '*': async (_task, ctx) => {
+          const child = await ctx.handoff({ to: helper.id, title: 'sub-task' });
+          expect(child.parent_task_id).toBe(ctx.task.id);
+          return { status: 'partial', summary: 'delegated', child: child.id };
+        },
+      },
+    });
+    const root = await boss.client.handoff({ to: lead.id, title: 'big job', payload: { brief: 'do it' } });
+    await eventually(async () => seen.length > 0, 20_000, 'the child to run');
+    expect(seen.map((t) => t.id)).toEqual([root.id]);
+    expect(seen[0]!.payload).toEqual({ brief: 'do it' });
+  });
+
+  it('refuses and logs the late result of a worker whose lease lapsed and whose task another finished', async () => {
+    const boss = await newAgent('boss');
+    const slowpoke = await newAgent('slowpoke', { capabilities: ['fence'] });
+    const rescuer = await newAgent('rescuer', { capabilities: ['fence'] });
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    const task = await boss.client.broadcast({ title: 'fenced', requiredCapabilities: ['fence'], leaseSeconds: 5 });
+    // Claims once at start and never renews (its schedules are yearly), then finishes late.
+    const { instance, lines } = await daemon(slowpoke, {
+      poll: '0 0 1 1 *', heartbeat: '0 0 1 1 *',
+      executors: { '*': async () => { await held; return { status: 'success', summary: 'late' }; } },
+    });
+    expect(instance.runningTasks.map((t) => t.id)).toEqual([task.id]);
+    await daemon(rescuer, { executors: { '*': () => ({ status: 'success', summary: 'rescued' }) } });
+    const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; }, 20_000);
+    expect(done).toMatchObject({ claimed_by: rescuer.id, result: { summary: 'rescued' } });
+    release();
+    await eventually(async () => lines.some((l) => l.msg === 'late outcome refused: the claim was lost'), 5000, 'the refusal log line');
+    expect((await boss.client.getTask(task.id)).result!.summary).toBe('rescued');
+  });
+});
+
+describe('the sweep', () => {
+  it('re-queues the claims of a holder that went silent, without counting the attempt', async () => {
+    const boss = await newAgent('boss');
+    const ghost = await newAgent('ghost');
+    await ghost.client.heartbeat('about to vanish');
+    const task = await boss.client.handoff({ to: ghost.id, title: 'orphaned' });
+    await ghost.client.claim(task.id, { start: true });
+    await db.query(`update agents set last_heartbeat = now() - interval '1 hour' where id = $1`, [ghost.id]);
+    const report = await boss.client.sweep();
+    expect(report.requeued_silent).toBeGreaterThanOrEqual(1);
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'pending', attempts: 0, claimed_by: null, status_reason: `holder ${ghost.id} went silent` });
+    expect((await boss.client.events(task.id)).at(-1)).toMatchObject({ actor: 'sweep', note: 'holder went silent; re-queued' });
+  });
+
+  it('cancels pending tasks past their deadline and tells the sender', async () => {
+    const boss = await newAgent('boss');
+    const nobody = await newAgent('nobody');
+    const task = await boss.client.handoff({ to: nobody.id, title: 'too late', deadline: new Date(Date.now() + 1500) });
+    await sleep(1700);
+    await boss.client.sweep();
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'cancelled', status_reason: 'deadline passed' });
+    const [result] = await boss.client.messages({ taskId: task.id, kind: 'result' });
+    expect(result!.body).toMatchObject({ status: 'cancelled', reason: 'deadline passed' });
+  });
+
+  it('re-queues an expired lease and dead-letters it on the last attempt', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const task = await boss.client.handoff({ to: worker.id, title: 'dropped', maxAttempts: 2, leaseSeconds: 5 });
+    await worker.client.claim(task.id, { start: true });
+    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = $1`, [task.id]);
+    await boss.client.sweep();
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'pending', attempts: 1, status_reason: 'lease expired on attempt 1 of 2' });
+    await worker.client.claim(task.id, { start: true });
+    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = $1`, [task.id]);
+    await boss.client.sweep();
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'failed', attempts: 2, status_reason: 'lease expired on the last attempt (2 of 2)' });
+  });
+
+  it('is safe to run from many callers at once', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker', { maxConcurrent: 20 });
+    const tasks = await Promise.all(Array.from({ length: 10 }, (_, i) => boss.client.handoff({ to: worker.id, title: `t${i}`, maxAttempts: 5 })));
+    await worker.client.claimNext({ limit: 10, start: true });
+    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = any($1)`, [tasks.map((t) => t.id)]);
+    await Promise.all(Array.from({ length: 6 }, () => boss.client.sweep()));
+    for (const task of tasks) {
+      const events = await boss.client.events(task.id);
+      expect(events.filter((e) => e.actor === 'sweep')).toHaveLength(1);
+      expect((await boss.client.getTask(task.id)).attempts).toBe(1);
+    }
+  });
+});
