@@ -1,0 +1,149 @@
+/** Daemons as real processes (`baton agent run` / `tick`) and the shell executor's outcomes. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cliPath } from './cli.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { newAgent, stack, type TestAgent } from './helpers.js';
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-daemons-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+function configFile(name: string, config: unknown): string {
+  const file = path.join(work, `${name}.json`);
+  fs.writeFileSync(file, JSON.stringify(config));
+  return file;
+}
+
+/** `baton agent <mode>` as its own process group, so that a kill reaches what it started. */
+function runAgent(agent: TestAgent, mode: 'run' | 'tick', config: string) {
+  let output = '';
+  const child = spawn(process.execPath, [cliPath, 'agent', mode, '--config', config], {
+    detached: true,
+    env: { ...process.env, SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: agent.token, LOG_LEVEL: 'info' },
+  });
+  child.stdout!.on('data', (c: Buffer) => { output += c; });
+  child.stderr!.on('data', (c: Buffer) => { output += c; });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited, output: () => output };
+}
+
+const fastSchedules = { poll: '* * * * * *', heartbeat: '*/2 * * * * *' };
+
+describe('daemons as processes', () => {
+  it('never run a task twice when two daemons share one broadcast queue', async () => {
+    const capability = `shared-${Date.now()}`;
+    const boss = await newAgent('boss');
+    const log = path.join(work, 'ran.log');
+    const config = configFile('shared', {
+      capabilities: [capability], maxConcurrent: 4, ...fastSchedules,
+      executors: { '*': { command: `cat > /dev/null; echo "$BATON_TASK_ID $BATON_AGENT_ID" >> ${log}; echo '{"status": "success"}'` } },
+    });
+    const workers = await Promise.all([newAgent('w1'), newAgent('w2')]);
+    const daemons = workers.map((w) => runAgent(w, 'run', config));
+    const tasks = await Promise.all(Array.from({ length: 24 }, (_, i) => boss.client.broadcast({ title: `job ${i}`, requiredCapabilities: [capability] })));
+    await eventually(async () => {
+      const states = await Promise.all(tasks.map((t) => boss.client.getTask(t.id)));
+      return states.every((t) => t.status === 'completed');
+    }, 60_000, 'every task to complete');
+    for (const d of daemons) process.kill(d.child.pid!, 'SIGTERM');
+    expect(await Promise.all(daemons.map((d) => d.exited))).toEqual([0, 0]);
+    const ran = fs.readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split(' ')[0]);
+    expect(ran.sort()).toEqual(tasks.map((t) => t.id).sort());
+    const byAgent = fs.readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split(' ')[1]);
+    expect(new Set(byAgent).size).toBe(2);
+  });
+
+  it('re-queues the task of a daemon killed with SIGKILL mid-task, and another completes it', async () => {
+    const capability = `crash-${Date.now()}`;
+    const boss = await newAgent('boss');
+    const doomed = await newAgent('doomed');
+    const survivor = await newAgent('survivor', { capabilities: [capability] });
+    const started = path.join(work, 'started');
+    const config = configFile('doomed', {
+      capabilities: [capability], ...fastSchedules,
+      executors: { '*': { command: `touch ${started}; sleep 60` } },
+    });
+    const task = await boss.client.broadcast({ title: 'survive a crash', requiredCapabilities: [capability], leaseSeconds: 5 });
+    const victim = runAgent(doomed, 'run', config);
+    await eventually(async () => fs.existsSync(started), 20_000, 'the doomed daemon to start the task');
+    expect((await boss.client.getTask(task.id)).claimed_by).toBe(doomed.id);
+    process.kill(-victim.child.pid!, 'SIGKILL');
+    await victim.exited;
+
+    await daemon(survivor, { executors: { '*': () => ({ status: 'success', summary: 'picked up after a crash' }) } });
+    const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; }, 30_000, 'the survivor to finish');
+    expect(done).toMatchObject({ claimed_by: survivor.id, attempts: 2, result: { summary: 'picked up after a crash' } });
+    const events = await boss.client.events(task.id);
+    expect(events.some((e) => e.actor === 'sweep' && e.to_status === 'pending')).toBe(true);
+  });
+
+  it('on SIGTERM releases what it could not finish, goes inactive and exits 0', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const config = configFile('graceful', { ...fastSchedules, graceSeconds: 1, executors: { '*': { command: 'sleep 60' } } });
+    const proc = runAgent(worker, 'run', config);
+    const task = await boss.client.handoff({ to: worker.id, title: 'interrupted' });
+    await eventually(async () => (await boss.client.getTask(task.id)).status === 'in_progress', 20_000, 'the task to start');
+    process.kill(proc.child.pid!, 'SIGTERM');
+    expect(await proc.exited).toBe(0);
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'pending', claimed_by: null, attempts: 0 });
+    expect((await boss.client.agent(worker.id)).is_active).toBe(false);
+    expect(proc.output()).toMatch(/released on shutdown/);
+  });
+
+  it('`agent tick` does one round and exits', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('ticker');
+    const config = configFile('tick', { maxConcurrent: 5, executors: { '*': { command: `cat | node -e "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>console.log(JSON.stringify({status:'success',summary:JSON.parse(s).title})))"` } } });
+    const tasks = await Promise.all(['one', 'two', 'three'].map((title) => boss.client.handoff({ to: worker.id, title })));
+    const tick = runAgent(worker, 'tick', config);
+    expect(await tick.exited).toBe(0);
+    for (const task of tasks) {
+      const done = await boss.client.getTask(task.id);
+      expect(done).toMatchObject({ status: 'completed', result: { summary: task.title } });
+    }
+    expect(tick.output()).toMatch(/ran 3 task\(s\)/);
+    expect((await boss.client.agent(worker.id)).last_heartbeat).not.toBeNull();
+  });
+
+  it('refuses an invalid config file with a clear error and exit 2', async () => {
+    const worker = await newAgent('misconfigured');
+    const config = configFile('bad', { poll: 'every five seconds', executors: { x: { command: '' } } });
+    const proc = runAgent(worker, 'run', config);
+    expect(await proc.exited).toBe(2);
+    expect(proc.output()).toMatch(/bad.json is invalid: poll: must be a cron expression.*executors.x/);
+  });
+});
+
+describe('the shell executor', () => {
+  it('completes with the JSON it prints, fails with its stderr, times out, and retries on exit 75', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    await daemon(worker, {
+      maxConcurrent: 4,
+      executors: {
+        ok: { command: `read input; echo "{\\"status\\": \\"success\\", \\"summary\\": \\"task $BATON_TASK_ID attempt $BATON_ATTEMPT\\"}"` },
+        broken: { command: 'echo "working..."; echo "disk full" >&2; echo "giving up" >&2; exit 3' },
+        slow: { command: 'sleep 30', timeoutSeconds: 1 },
+        busy: { command: 'echo "rate limited" >&2; exit 75' },
+      },
+    });
+    const send = (type: string, maxAttempts = 3) => boss.client.handoff({ to: worker.id, title: type, payload: { task_type: type }, maxAttempts });
+    const [ok, broken, slow, busy] = await Promise.all([send('ok'), send('broken'), send('slow'), send('busy', 2)]);
+    const final = (id: string) => eventually(async () => { const t = await boss.client.getTask(id); return ['completed', 'failed'].includes(t.status) && t; }, 30_000, `task ${id} to finish`);
+    expect((await final(ok.id)).result).toEqual({ status: 'success', summary: `task ${ok.id} attempt 1` });
+    expect((await final(broken.id)).status_reason).toBe('exit 3: disk full\ngiving up');
+    expect((await final(slow.id)).status_reason).toMatch(/^timed out after 1 s/);
+    const retried = await final(busy.id);
+    expect(retried).toMatchObject({ status: 'failed', attempts: 2, status_reason: 'exit 75 (retry): rate limited' });
+    expect((await boss.client.events(busy.id)).filter((e) => e.to_status === 'claimed')).toHaveLength(2);
+  });
+});
