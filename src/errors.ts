@@ -50,6 +50,18 @@ export class ChainTooDeepError extends BatonError {}
 export class ConflictError extends BatonError {}
 /** The addressee is offline and the caller did not ask to queue anyway. */
 export class AgentOfflineError extends BatonError {}
+/** Completing was refused: required expected outputs are not attached. */
+export class MissingOutputsError extends BatonError {}
+/** An artifact's content does not match its recorded SHA-256. */
+export class IntegrityError extends BatonError {}
+/** A JSON artifact does not satisfy the json_schema its task expects; `problems` lists each. */
+export class OutputSchemaError extends BatonError {
+  readonly problems: Array<{ path: string; message: string }>;
+  constructor(context: ErrorContext & { problems: Array<{ path: string; message: string }> }) {
+    super(context);
+    this.problems = context.problems;
+  }
+}
 /** A task id prefix matches more than one task. */
 export class AmbiguousIdError extends BatonError {}
 /** Baton could not reach the API or the database. */
@@ -70,6 +82,7 @@ export const batonErrorCodes = {
   BT009: ChainTooDeepError,
   BT010: ConflictError,
   BT011: AgentOfflineError,
+  BT012: MissingOutputsError,
 } satisfies Record<string, ErrorClass>;
 
 /** Codes from Postgres and PostgREST that reach Baton's callers. */

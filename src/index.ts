@@ -7,3 +7,4 @@ export { startStack, type Stack, type StackOptions, type StackEnv } from './stac
 export { mintAgentToken, mintApiKey } from './tokens.js';
 export { createAgent, BatonAgent, type AgentOptions } from './agent/daemon.js';
 export { RetryableError, RETRY_EXIT_CODE, type Executor, type Executors, type ExecutorContext, type Handler, type ShellExecutor } from './agent/executors.js';
+export type { ArtifactContent, LinkedArtifact, ResolvedArtifact } from './client/artifacts.js';

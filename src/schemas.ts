@@ -40,6 +40,17 @@ export const TaskResult = z.looseObject({
 });
 export type TaskResult = z.infer<typeof TaskResult>;
 
+export const ExpectedOutput = z.looseObject({
+  name: z.string(),
+  media_type: z.string().optional(),
+  required: z.boolean().optional(),
+  json_schema: JsonObject.optional(),
+});
+export type ExpectedOutput = z.infer<typeof ExpectedOutput>;
+
+export const ArtifactRef = z.object({ task_id: z.uuid(), name: z.string() });
+export type ArtifactRef = z.infer<typeof ArtifactRef>;
+
 export const Agent = z.object({
   id: z.string(),
   display_name: z.string().nullable(),
@@ -70,7 +81,10 @@ export const Task = z.object({
   status: TaskStatus,
   status_reason: z.string().nullable(),
   payload: JsonObject,
+  expected_outputs: z.array(ExpectedOutput),
+  input_artifacts: z.array(ArtifactRef),
   result: TaskResult.nullable(),
+  problems: z.array(z.object({ path: z.string(), message: z.string() })).nullable(),
   progress_message: z.string().nullable(),
   progress_percent: z.number().int().nullable(),
   progress_at: timestamp.nullable(),
@@ -134,6 +148,10 @@ export const HandoffInput = z.object({
   maxAttempts: z.number().int().optional(),
   parentTaskId: taskId.optional(),
   idempotencyKey: z.string().optional(),
+  /** Artifacts the holder must produce; completing without a required one is refused. */
+  expectedOutputs: z.array(ExpectedOutput).optional(),
+  /** Artifacts of earlier tasks this one works from. */
+  inputArtifacts: z.array(ArtifactRef).optional(),
   /** How long a claim on the task holds unless renewed (default: baton_settings.default_lease). */
   leaseSeconds: z.number().int().optional(),
   /** Queue for an offline addressee instead of refusing (BT011). Default true. */
@@ -152,6 +170,45 @@ export const ClaimNextOptions = ClaimOptions.extend({
   capabilities: z.array(z.string()).optional(),
 });
 export type ClaimNextOptions = z.input<typeof ClaimNextOptions>;
+
+/** An artifact's metadata; `content` (hex bytea) only where it was asked for. */
+export const Artifact = z.object({
+  id: z.uuid(),
+  task_id: z.uuid(),
+  name: z.string(),
+  media_type: z.string(),
+  size_bytes: z.number().int().nullable(),
+  sha256: z.string().nullable(),
+  uri: z.string().nullable(),
+  producer: z.string(),
+  created_at: timestamp,
+});
+export type Artifact = z.infer<typeof Artifact>;
+
+export const LineageRow = z.object({
+  id: z.uuid(),
+  root_task_id: z.uuid().nullable(),
+  parent_task_id: z.uuid().nullable(),
+  depth: z.number().int(),
+  title: z.string(),
+  status: TaskStatus,
+  status_reason: z.string().nullable(),
+  from_agent: z.string(),
+  to_agent: z.string().nullable(),
+  producer: z.string().nullable(),
+  attempts: z.number().int(),
+  created_at: timestamp,
+  started_at: timestamp.nullable(),
+  completed_at: timestamp.nullable(),
+  inputs: z.array(ArtifactRef),
+  outputs: z.array(z.object({
+    name: z.string(), media_type: z.string(), size_bytes: z.number().int().nullable(), sha256: z.string().nullable(),
+    uri: z.string().nullable(), producer: z.string(),
+  })),
+  result_status: z.string().nullable(),
+  summary: z.string().nullable(),
+});
+export type LineageRow = z.infer<typeof LineageRow>;
 
 export const ClaimCheck = z.object({
   task_id: z.uuid(),

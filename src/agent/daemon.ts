@@ -8,7 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
-import { BatonError } from '../errors.js';
+import { BatonError, MissingOutputsError, OutputSchemaError } from '../errors.js';
+import type { ResolvedArtifact } from '../client/artifacts.js';
 import { silentLogger } from '../logger.js';
 import type { AgentPresence, Message, Task } from '../schemas.js';
 import {
@@ -47,6 +48,18 @@ interface Running {
 }
 
 const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
+
+/** What a result's `handoff` may ask for. */
+interface FollowUp {
+  to_agent?: string;
+  capability?: string | string[];
+  title: string;
+  reason?: string;
+  context?: unknown;
+  task_type?: string;
+  payload?: Record<string, unknown>;
+  expected_outputs?: Task['expected_outputs'];
+}
 
 export function createAgent(options: AgentOptions): BatonAgent {
   return new BatonAgent(options);
@@ -207,43 +220,94 @@ export class BatonAgent {
     const chosen = selectExecutor(this.options.executors ?? {}, task);
     if (!chosen) {
       const known = Object.keys(this.options.executors ?? {}).join(', ') || 'none';
-      return this.report(log, started, () => this.client.fail(task.id, task.claim_token,
+      await this.report(log, started, () => this.client.fail(task.id, task.claim_token,
         `agent ${this.id} has no executor for task_type "${String(task.payload.task_type ?? '')}" or capabilities [${task.required_capabilities.join(', ')}] (it has: ${known})`), 'failed');
+      return;
     }
     try {
       const parents = task.parent_task_id ? await this.client.ancestors(task.id) : [];
-      const value = await runExecutor(chosen.executor, task, this.context(task, parents, signal, log), this.executorEnv());
+      const inputs = task.parent_task_id || task.input_artifacts.length ? await this.client.inputs(task.id) : [];
+      const value = await runExecutor(chosen.executor, task, this.context(task, parents, inputs, signal, log), this.executorEnv());
       if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
-      await this.report(log, started, () => this.client.complete(task.id, task.claim_token, toResult(value)), 'completed');
+      const result = toResult(value);
+      const done = await this.report(log, started, () => this.client.complete(task.id, task.claim_token, result), 'completed');
+      if (done && result.handoff) await this.followUp(done, result.handoff as FollowUp, log);
     } catch (err) {
       if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
+      if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) return this.refuseOutputs(task, err, log, started);
       const retry = err instanceof RetryableError;
       const message = err instanceof Error ? err.message : String(err);
       await this.report(log, started, () => this.client.fail(task.id, task.claim_token, message, { retry }), retry ? 'failed, retry requested' : 'failed', err);
     }
   }
 
-  /** Reports an outcome; a refusal because the claim was lost (fencing) is logged, not thrown. */
-  private async report(log: Logger, started: number, call: () => Promise<Task>, what: string, err?: unknown): Promise<void> {
+  /**
+   * Outputs refused (a schema problem, or a required output missing): the executor runs once more
+   * with the problems in its context, counting as an attempt; refused again, the task fails with them.
+   */
+  private async refuseOutputs(task: Task, err: OutputSchemaError | MissingOutputsError, log: Logger, started: number): Promise<void> {
+    const problems = err instanceof OutputSchemaError ? err.problems : [{ path: '', message: err.message }];
+    const retry = !task.problems?.length && task.attempts < task.max_attempts;
+    await this.report(log, started, () => this.client.fail(task.id, task.claim_token, `outputs refused: ${err.message}`, { retry, problems }),
+      retry ? 'outputs refused; running again with the problems' : 'outputs refused again; failed', err);
+  }
+
+  /** A result may ask for a follow-up: a child task with this task's artifacts as its inputs. */
+  private async followUp(task: Task, request: FollowUp, log: Logger): Promise<void> {
+    try {
+      const outputs = await this.client.artifacts(task.id);
+      const child = await this.client.handoff({
+        to: request.to_agent ?? null,
+        requiredCapabilities: request.capability ? [request.capability].flat() : [],
+        title: request.title,
+        description: request.reason,
+        payload: { ...request.payload, ...(request.task_type ? { task_type: request.task_type } : {}), ...(request.context === undefined ? {} : { context: request.context }) },
+        expectedOutputs: request.expected_outputs,
+        parentTaskId: task.id,
+        inputArtifacts: outputs.map((a) => ({ task_id: task.id, name: a.name })),
+        idempotencyKey: `follow-up:${task.id}`,
+      });
+      log.info({ child: child.id, to: child.to_agent ?? request.capability }, 'handed off the follow-up');
+    } catch (err) {
+      log.error({ err }, 'could not hand off the follow-up the result asked for');
+    }
+  }
+
+  /**
+   * Reports an outcome and returns the task as it now stands. A refusal because the claim was lost
+   * (fencing) is logged, not thrown; a refusal of the outputs is thrown for the refusal policy.
+   */
+  private async report(log: Logger, started: number, call: () => Promise<Task>, what: string, err?: unknown): Promise<Task | undefined> {
     try {
       const task = await call();
       log.info({ ms: Date.now() - started, status: task.status, ...(err ? { err } : {}) }, what);
+      return task;
     } catch (refusal) {
+      if (refusal instanceof MissingOutputsError) throw refusal;
       if (refusal instanceof BatonError && fenced.has(refusal.code)) {
         log.warn({ ms: Date.now() - started, code: refusal.code, reason: refusal.message }, 'late outcome refused: the claim was lost');
       } else {
         log.error({ err: refusal }, `could not report the task as ${what}`);
       }
+      return undefined;
     }
   }
 
-  private context(task: Task, parents: Task[], signal: AbortSignal, log: Logger): ExecutorContext {
+  private context(task: Task, parents: Task[], inputs: ResolvedArtifact[], signal: AbortSignal, log: Logger): ExecutorContext {
     const client = this.client;
     return {
       task,
       attempt: task.attempts,
       agentId: this.id,
       parents,
+      inputs,
+      input: (name) => inputs.filter((a) => a.name === name).at(-1),
+      problems: task.problems ?? [],
+      artifact: async (name, content, { mediaType } = {}) => {
+        const attached = await client.attachArtifact(task.id, name, content, { mediaType, task });
+        log.info({ artifact: name, bytes: attached.size_bytes, sha256: attached.sha256 }, 'attached an artifact');
+        return attached;
+      },
       peers: this.peers,
       signal,
       log,

@@ -5,7 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
-import type { AgentPresence, HandoffInput, Task, TaskResult } from '../schemas.js';
+import type { ArtifactContent, LinkedArtifact, ResolvedArtifact } from '../client/artifacts.js';
+import type { AgentPresence, Artifact, HandoffInput, Task, TaskResult } from '../schemas.js';
 
 /** Throw this (or exit 75 from a shell executor) for a failure worth retrying after a backoff. */
 export class RetryableError extends Error {
@@ -25,6 +26,14 @@ export interface ExecutorContext {
   agentId: string;
   /** The tasks this one was handed off within, nearest first, with their results. */
   parents: Task[];
+  /** Artifacts this task works from (its named inputs, then its parent chain's), hash-checked. */
+  inputs: ResolvedArtifact[];
+  /** The newest input artifact with this name. */
+  input(name: string): ResolvedArtifact | undefined;
+  /** What was wrong with the previous attempt's outputs, when it was refused. */
+  problems: Array<{ path: string; message: string }>;
+  /** Attaches an output; JSON failing the task's expected json_schema is refused (OutputSchemaError). */
+  artifact(name: string, content: ArtifactContent | LinkedArtifact, options?: { mediaType?: string }): Promise<Artifact>;
   /** Online agents as of the last heartbeat, for choosing whom to hand work to. */
   peers: AgentPresence[];
   /** Fires when the task is cancelled, re-queued or taken over, or the agent shuts down. */

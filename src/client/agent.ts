@@ -4,9 +4,13 @@ import { decodeJwt } from 'jose';
 import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
 import {
-  Agent, AgentPresence, AgentProfile, ClaimCheck, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
+  Agent, AgentPresence, AgentProfile, Artifact, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
   TaskId, TaskResult, TaskStatus,
 } from '../schemas.js';
+import {
+  checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
+  type ArtifactContent, type LinkedArtifact, type ResolvedArtifact,
+} from './artifacts.js';
 import { connect, parseInput, unwrap, unwrapOne } from './connection.js';
 
 export interface AgentClientOptions {
@@ -26,6 +30,8 @@ export interface TaskFilter {
 }
 
 const Tasks = z.array(Task);
+
+const artifactColumns = 'id, task_id, name, media_type, size_bytes, sha256, uri, producer, created_at';
 
 /** The claim token a claim returned; null where the caller holds none (the database then says why). */
 export type ClaimToken = string | null;
@@ -58,6 +64,8 @@ export class BatonClient {
       p_idempotency_key: task.idempotencyKey ?? null,
       p_allow_offline: task.allowOffline ?? true,
       p_lease_seconds: task.leaseSeconds ?? null,
+      p_expected_outputs: task.expectedOutputs ?? [],
+      p_input_artifacts: task.inputArtifacts ?? [],
     }), Task);
   }
 
@@ -96,8 +104,67 @@ export class BatonClient {
   }
 
   /** Reports failure; with `retry` the task goes back to pending while attempts remain. */
-  async fail(taskId: string, claimToken: ClaimToken, error: string, { retry = false } = {}): Promise<Task> {
-    return this.holderCall('fail_task', taskId, claimToken, { p_error: error, p_retry: retry });
+  async fail(
+    taskId: string, claimToken: ClaimToken, error: string,
+    { retry = false, problems }: { retry?: boolean; problems?: Array<{ path: string; message: string }> } = {},
+  ): Promise<Task> {
+    return this.holderCall('fail_task', taskId, claimToken, { p_error: error, p_retry: retry, p_problems: problems ?? null });
+  }
+
+  /**
+   * Attaches (or replaces) an artifact of a task this agent holds: content inline (up to 1 MiB), or a
+   * link. JSON that fails the json_schema the task expects for this name is refused here, with each
+   * problem (OutputSchemaError). Pass `task` when you have it, to save a read.
+   */
+  async attachArtifact(
+    taskId: string, name: string, content: ArtifactContent | LinkedArtifact,
+    { mediaType, task }: { mediaType?: string; task?: Task } = {},
+  ): Promise<Artifact> {
+    const id = parseInput(TaskId, taskId);
+    if (typeof content === 'object' && 'uri' in content && !(content instanceof Uint8Array)) {
+      return unwrap(this.db.rpc('attach_artifact', {
+        p_task_id: id, p_name: name, p_media_type: content.mediaType ?? mediaType ?? guessMediaType(name, ''),
+        p_uri: content.uri, p_sha256: content.sha256 ?? null, p_size_bytes: content.sizeBytes ?? null,
+      }).select(artifactColumns).single(), Artifact);
+    }
+    const bytes = toBytes(content);
+    const type = mediaType ?? guessMediaType(name, content);
+    checkAgainstExpected(task ?? await this.getTask(id), name, bytes, type);
+    return unwrap(this.db.rpc('attach_artifact', {
+      p_task_id: id, p_name: name, p_media_type: type, p_content: toHex(bytes),
+    }).select(artifactColumns).single(), Artifact);
+  }
+
+  /** A task's artifacts, without their content. */
+  async artifacts(taskId: string): Promise<Artifact[]> {
+    return unwrap(
+      this.db.from('task_artifacts').select(artifactColumns).eq('task_id', parseInput(TaskId, taskId)).order('name'),
+      z.array(Artifact),
+    );
+  }
+
+  /** One artifact with its content, checked against its SHA-256 (IntegrityError on a mismatch). */
+  async artifact(taskId: string, name: string): Promise<ResolvedArtifact> {
+    const row = await unwrapOne(
+      this.db.from('task_artifacts').select(`${artifactColumns}, content`).eq('task_id', parseInput(TaskId, taskId)).eq('name', name).maybeSingle(),
+      Artifact.extend({ content: z.string().nullable() }),
+      { message: `task ${taskId} has no artifact "${name}" that agent "${this.agentId}" can see`, hint: 'List them with: baton artifacts <task>.' },
+    );
+    return resolveArtifact(row);
+  }
+
+  /** What a task works from: its named inputs and its parent chain's artifacts, content hash-checked. */
+  async inputs(taskId: string): Promise<ResolvedArtifact[]> {
+    const rows = await unwrap(
+      this.db.rpc('task_inputs', { p_task_id: parseInput(TaskId, taskId) }).select(`${artifactColumns}, content`),
+      z.array(Artifact.extend({ content: z.string().nullable() })),
+    );
+    return rows.map(resolveArtifact);
+  }
+
+  /** The whole chain of a task, root first: producer, inputs, outputs, status and times. */
+  async chain(taskId: string): Promise<LineageRow[]> {
+    return unwrap(this.db.rpc('task_chain', { p_task_id: parseInput(TaskId, taskId) }), z.array(LineageRow));
   }
 
   /** Hands a held task back to pending without counting the attempt. */

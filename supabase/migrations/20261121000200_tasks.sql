@@ -51,7 +51,10 @@ create table public.task_handoffs (
   status public.task_status not null default 'pending',
   status_reason text,
   payload jsonb not null default '{}',
+  expected_outputs jsonb not null default '[]',
+  input_artifacts jsonb not null default '[]',
   result jsonb,
+  problems jsonb,
   progress_message text,
   progress_percent integer,
   progress_at timestamptz,
@@ -85,6 +88,9 @@ comment on column public.task_handoffs.to_agent is 'The addressee. Null makes it
 comment on column public.task_handoffs.required_capabilities is 'Capabilities a claimer of a broadcast must hold, all of them.';
 comment on column public.task_handoffs.status_reason is 'Why the task last changed status, when someone said: a rejection or cancellation reason, or the error it failed with.';
 comment on column public.task_handoffs.payload is 'The work itself, a JSON object (at most 256 KiB). payload.task_type chooses the executor.';
+comment on column public.task_handoffs.expected_outputs is 'Artifacts the task must produce: [{name, media_type, required, json_schema}]. Completing without a required one is refused.';
+comment on column public.task_handoffs.input_artifacts is 'Artifacts of earlier tasks this one works from: [{task_id, name}]. Its holder receives them resolved and hash-checked.';
+comment on column public.task_handoffs.problems is 'What was wrong with the last attempt''s outputs: [{path, message}]. The next attempt''s executor receives them.';
 comment on column public.task_handoffs.result is 'What the holder reported on completion: {status: success|partial|failed, summary, artifacts: [{name, path|url}], metrics: {}} (at most 256 KiB).';
 comment on column public.task_handoffs.progress_message is 'The holder''s latest progress report; each report also reaches the sender as a progress message.';
 comment on column public.task_handoffs.progress_percent is 'How far along the holder says it is, 0 to 100, when it says.';
@@ -138,6 +144,13 @@ begin
   if result ? 'metrics' and jsonb_typeof(result -> 'metrics') not in ('object', 'null') then
     raise exception 'result.metrics must be an object' using errcode = 'BT005', hint = example;
   end if;
+  if result ? 'handoff' and (
+       jsonb_typeof(result -> 'handoff') <> 'object'
+       or jsonb_typeof(result -> 'handoff' -> 'title') is distinct from 'string'
+       or not (jsonb_typeof(result -> 'handoff' -> 'to_agent') = 'string' or jsonb_typeof(result -> 'handoff' -> 'capability') in ('string', 'array'))) then
+    raise exception 'result.handoff needs a "title" and a "to_agent" or "capability"' using errcode = 'BT005',
+      hint = 'Request a follow-up as {"handoff": {"to_agent": "coder", "title": "...", "reason": "...", "context": {}}}.';
+  end if;
   if result ? 'artifacts' then
     if jsonb_typeof(result -> 'artifacts') <> 'array' then
       raise exception 'result.artifacts must be an array' using errcode = 'BT005', hint = example;
@@ -150,6 +163,36 @@ begin
       i := i + 1;
     end loop;
   end if;
+end
+$$;
+
+-- Artifact names are file names: letters, digits, dot, dash and underscore.
+create function baton_private.is_artifact_name(value text) returns boolean
+language sql immutable set search_path = ''
+as $$ select value ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$' $$;
+
+create function baton_private.check_expected_outputs(outputs jsonb) returns void
+language plpgsql immutable set search_path = ''
+as $$
+declare
+  output jsonb;
+  example constant text := 'Declare e.g. [{"name": "report.json", "media_type": "application/json", "required": true, "json_schema": {...}}].';
+begin
+  if jsonb_typeof(outputs) <> 'array' or jsonb_array_length(outputs) > 32 then
+    raise exception 'expected_outputs must be an array of at most 32 outputs' using errcode = 'BT005', hint = example;
+  end if;
+  for output in select value from jsonb_array_elements(outputs) loop
+    if jsonb_typeof(output) <> 'object' or jsonb_typeof(output -> 'name') is distinct from 'string'
+       or not baton_private.is_artifact_name(output ->> 'name') then
+      raise exception 'each expected output needs a "name" that is a file name, got %', left(output::text, 100) using errcode = 'BT005', hint = example;
+    end if;
+    if output ? 'required' and jsonb_typeof(output -> 'required') <> 'boolean'
+       or output ? 'media_type' and jsonb_typeof(output -> 'media_type') <> 'string'
+       or output ? 'json_schema' and jsonb_typeof(output -> 'json_schema') <> 'object' then
+      raise exception 'expected output "%": required must be a boolean, media_type a string, json_schema an object', output ->> 'name'
+        using errcode = 'BT005', hint = example;
+    end if;
+  end loop;
 end
 $$;
 
@@ -175,6 +218,9 @@ begin
   if octet_length(new.payload::text) > 262144 then
     raise exception 'the payload is % bytes; the limit is 256 KiB', octet_length(new.payload::text)
       using errcode = 'BT005', hint = 'Store large inputs elsewhere and pass a link in the payload.';
+  end if;
+  if new.expected_outputs is distinct from old.expected_outputs then
+    perform baton_private.check_expected_outputs(new.expected_outputs);
   end if;
   if new.result is not null and new.result is distinct from old.result then
     perform baton_private.check_result(new.result);

@@ -112,7 +112,9 @@ create function public.handoff_task(
   p_parent_task_id uuid default null,
   p_idempotency_key text default null,
   p_allow_offline boolean default true,
-  p_lease_seconds integer default null
+  p_lease_seconds integer default null,
+  p_expected_outputs jsonb default '[]',
+  p_input_artifacts jsonb default '[]'
 ) returns public.task_handoffs
 language plpgsql security definer set search_path = ''
 as $$
@@ -145,6 +147,7 @@ begin
         using errcode = 'BT003', hint = 'Hand it off without a parent, or claim the parent first.';
     end if;
   end if;
+  perform baton_private.check_inputs(coalesce(p_input_artifacts, '[]'), me);
   if p_idempotency_key is not null then
     select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
     if found then
@@ -154,11 +157,11 @@ begin
 
   insert into public.task_handoffs (
     from_agent, to_agent, title, description, priority, payload, required_capabilities,
-    deadline, max_attempts, parent_task_id, idempotency_key, lease_seconds
+    deadline, max_attempts, parent_task_id, idempotency_key, lease_seconds, expected_outputs, input_artifacts
   ) values (
     me, p_to_agent, p_title, p_description, coalesce(p_priority, 'medium'), coalesce(p_payload, '{}'),
     coalesce(p_required_capabilities, '{}'), p_deadline, coalesce(p_max_attempts, 3), p_parent_task_id,
-    p_idempotency_key, p_lease_seconds
+    p_idempotency_key, p_lease_seconds, coalesce(p_expected_outputs, '[]'), coalesce(p_input_artifacts, '[]')
   )
   on conflict (from_agent, idempotency_key) do nothing
   returning * into t;
@@ -298,6 +301,7 @@ as $$
 declare
   me text := baton_private.require_agent();
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  missing text;
 begin
   perform baton_private.check_holder(t, me, p_claim_token);
   if t.status <> 'in_progress' then
@@ -306,19 +310,28 @@ begin
             hint = case when t.status = 'claimed' then 'Start it first (baton start <task>).'
                         else 'Wait for the sender''s answer before completing it.' end;
   end if;
+  select string_agg(e ->> 'name', ', ' order by e ->> 'name') into missing
+  from jsonb_array_elements(t.expected_outputs) e
+  where coalesce((e ->> 'required')::boolean, true)
+    and not exists (select from public.task_artifacts a where a.task_id = t.id and a.name = e ->> 'name');
+  if missing is not null then
+    raise exception 'task % is missing required outputs: %', t.id, missing
+      using errcode = 'BT012', hint = 'Attach them first (baton complete <task> --artifact name=@file).';
+  end if;
   update public.task_handoffs
-  set status = 'completed', result = coalesce(p_result, '{"status": "success"}'), status_reason = null
+  set status = 'completed', result = coalesce(p_result, '{"status": "success"}'), status_reason = null, problems = null
   where id = t.id returning * into t;
   return t;
 end
 $$;
-comment on function public.complete_task is 'The holder completes a task in progress with its result; the claim token must be current.';
+comment on function public.complete_task is 'The holder completes a task in progress with its result; the claim token must be current and every required expected output attached (else BT012).';
 
 create function public.fail_task(
   p_task_id uuid,
   p_claim_token uuid,
   p_error text,
-  p_retry boolean default false
+  p_retry boolean default false,
+  p_problems jsonb default null
 ) returns public.task_handoffs
 language plpgsql security definer set search_path = ''
 as $$
@@ -337,11 +350,11 @@ begin
   if p_retry and t.attempts < t.max_attempts then
     perform baton_private.set_note(format('retry after attempt %s of %s: %s', t.attempts, t.max_attempts, p_error));
     update public.task_handoffs
-    set status = 'pending', status_reason = p_error, not_before = now() + baton_private.retry_delay(t.attempts)
+    set status = 'pending', status_reason = p_error, problems = p_problems, not_before = now() + baton_private.retry_delay(t.attempts)
     where id = t.id returning * into t;
   else
     perform baton_private.set_note(case when p_retry then format('out of attempts (%s of %s): %s', t.attempts, t.max_attempts, p_error) else p_error end);
-    update public.task_handoffs set status = 'failed', status_reason = p_error
+    update public.task_handoffs set status = 'failed', status_reason = p_error, problems = p_problems
     where id = t.id returning * into t;
   end if;
   perform baton_private.set_note(null);

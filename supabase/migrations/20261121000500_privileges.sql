@@ -10,6 +10,9 @@ grant execute on function
   baton_private.agent_capabilities(text),
   baton_private.can_see_message(uuid, text),
   baton_private.is_slug(text),
+  baton_private.is_artifact_name(text),
+  baton_private.check_expected_outputs(jsonb),
+  baton_private.check_result(jsonb),
   baton_private.is_online(public.agents),
   baton_private.check_request()
   to anon, authenticated, service_role;
