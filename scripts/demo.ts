@@ -1,63 +1,120 @@
 /**
- * Baton's main job, end to end on the embedded stack: start it, register two agents, hand a task from
- * one to the other, claim it, complete it, and show the result and its history. Leaves nothing running.
+ * Baton's main job, end to end, with nobody in the middle: on the embedded stack, three daemons run as
+ * separate processes (researcher, coder, auditor) with deterministic built-in executors. One task goes to
+ * the researcher; the rest is handed along by the agents themselves:
+ *
+ *   researcher → competitors.json → coder → api-comparison.json → auditor finds a problem → coder fixes
+ *   it → auditor passes.
+ *
+ * Progress streams while it runs; at the end it prints the lineage tree and the artifacts, stops
+ * everything it started and exits 0. No LLM, no network.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createAdminClient, createBatonClient, startStack } from '../src/index.js';
+import { fileURLToPath } from 'node:url';
+import { createAdminClient, createBatonClient, startStack, type LineageRow } from '../src/index.js';
+import { bytes, lineageTree, shortId } from '../src/cli/render.js';
+import { competitorsSchema } from '../src/demo/executors.js';
 import { freePort } from '../src/stack/ports.js';
 
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cli = path.join(root, 'dist', 'cli', 'index.js');
+const executors = path.join(root, 'dist', 'demo', 'executors.js');
+const TIMEOUT_MS = 60_000;
+const t0 = Date.now();
 const say = (text: string) => process.stdout.write(`${text}\n`);
+const clock = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s`;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-demo-'));
 fs.chmodSync(dir, 0o755); // as root, Postgres runs as "postgres" and must enter it
+const daemons: ChildProcess[] = [];
+let exitCode = 1;
 
 say('Starting the embedded stack (Postgres, migrations via the Supabase CLI, PostgREST, gateway)…');
-const started = Date.now();
 const apiPort = await freePort();
 const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
 try {
   const { env } = stack;
-  say(`  API ${env.SUPABASE_URL}/rest/v1 ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-
+  say(`${clock()}  API ready at ${env.SUPABASE_URL}/rest/v1`);
   const admin = createAdminClient({ url: env.SUPABASE_URL, serviceRoleKey: env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: env.SUPABASE_JWT_SECRET });
-  const asAgent = (token: string) => createBatonClient({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token });
 
-  const planner = asAgent((await admin.createAgent({ id: 'planner', displayName: 'Planner', capabilities: ['planning'] })).token);
-  const coder = asAgent((await admin.createAgent({ id: 'coder', displayName: 'Coder', capabilities: ['typescript'] })).token);
-  say('Registered agents planner and coder, each with its own token.');
+  const team = [
+    { id: 'researcher', capabilities: ['research'], executor: 'research' },
+    { id: 'coder', capabilities: ['code'], executor: 'compare' },
+    { id: 'auditor', capabilities: ['audit'], executor: 'audit' },
+  ];
+  for (const member of team) {
+    const { token } = await admin.createAgent({ id: member.id, displayName: member.id, capabilities: member.capabilities });
+    const config = path.join(dir, `${member.id}.json`);
+    fs.writeFileSync(config, JSON.stringify({
+      capabilities: member.capabilities, poll: '* * * * * *', heartbeat: '*/5 * * * * *',
+      executors: { [member.executor]: { module: executors, export: member.executor } },
+    }));
+    const log = fs.openSync(path.join(dir, `${member.id}.log`), 'a');
+    daemons.push(spawn(process.execPath, [cli, 'agent', 'run', '--config', config], {
+      stdio: ['ignore', log, log],
+      env: { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_ANON_KEY: env.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: token, LOG_LEVEL: 'info' },
+    }));
+  }
+  say(`${clock()}  started 3 daemons as separate processes: ${team.map((m) => m.id).join(', ')}`);
 
-  const task = await planner.handoff({
-    to: 'coder',
-    title: 'Write a slugify function',
-    priority: 'high',
-    payload: { task_type: 'code', spec: 'lower-case, ASCII, words joined by -' },
+  const { token } = await admin.createAgent({ id: 'lead', displayName: 'the person asking' });
+  const lead = createBatonClient({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token });
+  const task = await lead.handoff({
+    to: 'researcher',
+    title: 'Find 3 competitors of Baton',
+    payload: { task_type: 'research', topic: 'task hand-off between AI agents' },
+    expectedOutputs: [{ name: 'competitors.json', media_type: 'application/json', required: true, json_schema: competitorsSchema }],
   });
-  say(`planner → coder: task ${task.id.slice(0, 8)} "${task.title}" (${task.priority}, ${task.status})`);
+  say(`${clock()}  lead → researcher: "${task.title}" (${shortId(task.id)}), expecting competitors.json\n`);
 
-  const [claimed] = await coder.claimNext({ start: true });
-  if (!claimed) throw new Error('coder found nothing to claim');
-  say(`coder claimed and started it (attempt ${claimed.attempts}, lease until ${claimed.lease_expires_at})`);
+  const seen = new Map<string, string>();
+  let chain: LineageRow[] = [];
+  const finished = (rows: LineageRow[]) =>
+    rows.length > 0 && rows.every((r) => ['completed', 'failed', 'rejected', 'cancelled'].includes(r.status))
+    && rows.some((r) => r.title.startsWith('Audit') && r.result_status === 'success');
+  while (!finished(chain)) {
+    if (Date.now() - t0 > TIMEOUT_MS) throw new Error(`the chain did not finish within ${TIMEOUT_MS / 1000} s`);
+    if (chain.some((r) => r.status === 'failed')) throw new Error(`a task failed: ${chain.find((r) => r.status === 'failed')!.status_reason}`);
+    chain = await lead.chain(task.id);
+    for (const row of chain) {
+      const state = `${row.status}|${row.progress_message ?? ''}`;
+      if (seen.get(row.id) === state) continue;
+      seen.set(row.id, state);
+      const who = (row.producer ?? row.to_agent ?? `any[${row.required_capabilities.join(',')}]`).padEnd(11);
+      const detail = row.status === 'in_progress' && row.progress_message ? `${row.progress_percent ?? '?'}% ${row.progress_message}`
+        : row.status === 'completed' ? `${row.summary ?? ''}${row.outputs.length ? ` → ${row.outputs.map((o) => o.name).join(', ')}` : ''}` : '';
+      say(`${clock()}  ${who}  ${row.status.padEnd(11)}  ${row.title}${detail ? `: ${detail}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
 
-  const source = "export const slugify = (s: string) => s.normalize('NFKD').replace(/[^\\w\\s-]/g, '').trim().toLowerCase().replace(/[\\s_-]+/g, '-');";
-  await coder.complete(claimed.id, claimed.claim_token!, {
-    status: 'success',
-    summary: 'slugify written',
-    artifacts: [{ name: 'slugify.ts', path: 'src/slugify.ts', preview: source }],
-    metrics: { lines: 1 },
-  });
-  say('coder completed it with a structured result.\n');
-
-  const done = await planner.getTask(task.id);
-  say(`planner sees: status ${done.status}, result:`);
-  say(JSON.stringify(done.result, null, 2).replace(/^/gm, '  '));
-  say('\nHistory (task_events):');
-  for (const event of await planner.events(task.id)) {
-    say(`  ${event.at.slice(11, 23)}  ${(event.from_status ?? '(new)').padEnd(11)} → ${event.to_status.padEnd(11)} by ${event.actor}`);
+  say('\nLineage (baton chain):');
+  say(lineageTree(chain));
+  say('\nArtifacts:');
+  for (const row of chain) {
+    for (const output of row.outputs) {
+      say(`  ${output.name.padEnd(20)} ${bytes(output.size_bytes).padStart(8)}  sha256 ${output.sha256}  by ${output.producer} in ${shortId(row.id)}`);
+    }
+  }
+  say(`\nDone in ${clock().trim()}: ${chain.length} tasks, handed along by the agents with nobody in the middle.`);
+  exitCode = 0;
+} catch (err) {
+  say(`\ndemo failed: ${(err as Error).message}`);
+  for (const member of ['researcher', 'coder', 'auditor']) {
+    const log = path.join(dir, `${member}.log`);
+    if (fs.existsSync(log)) say(`--- ${member}.log (last lines)\n${fs.readFileSync(log, 'utf8').trim().split('\n').slice(-8).join('\n')}`);
   }
 } finally {
+  await Promise.all(daemons.map((d) => new Promise<void>((resolve) => {
+    if (d.exitCode !== null) return resolve();
+    d.once('exit', () => resolve());
+    d.kill('SIGTERM');
+  })));
   await stack.stop();
   fs.rmSync(dir, { recursive: true, force: true });
-  say('\nStack stopped and its throwaway folder removed.');
+  say('Stopped the daemons and the stack; removed the throwaway folder.');
 }
+process.exit(exitCode);

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../stack/paths.js';
 import { registerAgent } from './commands/agent.js';
+import { registerArtifacts } from './commands/artifacts.js';
 import { registerMessages } from './commands/messages.js';
 import { registerPresence } from './commands/presence.js';
 import { registerStack } from './commands/stack.js';
@@ -43,6 +44,7 @@ Example:
   registerPresence(program);
   registerTasks(program);
   registerWork(program);
+  registerArtifacts(program);
   registerMessages(program);
   registerAgent(program);
   registerStack(program);

@@ -54,3 +54,34 @@ export function json(value: string): unknown {
     throw new InvalidArgumentError(`not valid JSON (${(err as Error).message}).`);
   }
 }
+
+/** `name=@file` (the file's bytes) or `name=text`, collected for --artifact. */
+export function collectArtifact(value: string, previous: Array<[string, Buffer]> = []): Array<[string, Buffer]> {
+  const eq = value.indexOf('=');
+  if (eq < 1) throw new InvalidArgumentError('expected name=@file or name=text, e.g. report.md=@out/report.md.');
+  const name = value.slice(0, eq);
+  const source = value.slice(eq + 1);
+  let content: Buffer;
+  try {
+    content = source.startsWith('@') ? fs.readFileSync(source.slice(1)) : Buffer.from(source, 'utf8');
+  } catch (err) {
+    throw new InvalidArgumentError(`cannot read ${source.slice(1)}: ${(err as Error).message}`);
+  }
+  return [...previous, [name, content]];
+}
+
+/** `task:name` naming an artifact of an earlier task, collected for --input. */
+export function collectInput(value: string, previous: Array<{ task: string; name: string }> = []): Array<{ task: string; name: string }> {
+  const colon = value.indexOf(':');
+  if (colon < 1 || colon === value.length - 1) throw new InvalidArgumentError('expected <task>:<name>, e.g. 3f2a1b:competitors.json.');
+  return [...previous, { task: value.slice(0, colon), name: value.slice(colon + 1) }];
+}
+
+/** `name[=media/type]`, with the schema from --output-schema attached later, collected for --expect. */
+export function collectExpected(required: boolean) {
+  return (value: string, previous: Array<{ name: string; media_type?: string; required: boolean }> = []) => {
+    const [name, mediaType] = value.split('=', 2);
+    if (!name) throw new InvalidArgumentError('expected name or name=media/type, e.g. report.json=application/json.');
+    return [...previous, { name, ...(mediaType ? { media_type: mediaType } : {}), required }];
+  };
+}

@@ -1,5 +1,5 @@
 /** How tasks, events and messages read at a terminal. */
-import type { AgentPresence, Message, Task, TaskEvent } from '../schemas.js';
+import type { AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
 import { ago, fields, paint, table } from './output.js';
 
 export const shortId = (id: string) => id.slice(0, 8);
@@ -83,4 +83,55 @@ export function presenceTable(agents: AgentPresence[]): string {
     ['STATUS', (a) => a.status_message],
     ['HEARTBEAT', (a) => ago(a.last_heartbeat)],
   ], 'No agents online. Show offline ones too with --all.');
+}
+
+export function bytes(n: number | null): string {
+  if (n === null) return '?';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function duration(row: LineageRow): string {
+  if (!row.started_at) return '';
+  const end = row.completed_at ? Date.parse(row.completed_at) : Date.now();
+  return ` ${((end - Date.parse(row.started_at)) / 1000).toFixed(1)}s`;
+}
+
+/** A chain as a tree, root first: producer, inputs, outputs, status and times. */
+export function lineageTree(rows: LineageRow[]): string {
+  const children = new Map<string | null, LineageRow[]>();
+  for (const row of rows) {
+    const parent = rows.some((r) => r.id === row.parent_task_id) ? row.parent_task_id : null;
+    children.set(parent, [...(children.get(parent) ?? []), row]);
+  }
+  const lines: string[] = [];
+  const walk = (row: LineageRow, lead: string, last: boolean, root: boolean) => {
+    const branch = root ? '' : last ? '└─ ' : '├─ ';
+    const outcome = row.result_status ? `${row.status} (${String(row.result_status)})` : row.status;
+    lines.push(`${lead}${branch}${paint('bold', row.title)}  ${shortId(row.id)}  ${status(row.status).replace(row.status, outcome)}  by ${row.producer ?? row.to_agent ?? '-'}${duration(row)}`);
+    const pad = lead + (root ? '' : last ? '   ' : '│  ');
+    const kids = children.get(row.id) ?? [];
+    const detail = pad + (kids.length ? '│  ' : '   ');
+    for (const input of row.inputs) lines.push(`${detail}${paint('dim', 'in ')} ${input.name} ← ${shortId(input.task_id)}`);
+    for (const output of row.outputs) {
+      lines.push(`${detail}${paint('dim', 'out')} ${output.name} (${bytes(output.size_bytes)}, sha256 ${output.sha256?.slice(0, 12) ?? '?'}…)`);
+    }
+    if (row.summary) lines.push(`${detail}${paint('dim', '→')}  ${row.summary}`);
+    kids.forEach((kid, i) => walk(kid, pad, i === kids.length - 1, false));
+  };
+  const roots = children.get(null) ?? [];
+  roots.forEach((row, i) => walk(row, '', i === roots.length - 1, true));
+  return lines.join('\n');
+}
+
+export function artifactTable(artifacts: Artifact[]): string {
+  return table(artifacts, [
+    ['NAME', (a) => a.name],
+    ['TYPE', (a) => a.media_type],
+    ['SIZE', (a) => bytes(a.size_bytes)],
+    ['SHA256', (a) => a.sha256],
+    ['BY', (a) => a.producer],
+    ['WHERE', (a) => a.uri ?? 'inline'],
+  ], 'No artifacts.');
 }

@@ -156,7 +156,7 @@ comment on function public.task_inputs is 'The artifacts a task works from: its 
 
 create view public.task_lineage with (security_invoker = true) as
   select t.id, t.root_task_id, t.parent_task_id, t.depth, t.title, t.status, t.status_reason,
-         t.from_agent, t.to_agent, t.claimed_by as producer, t.attempts,
+         t.from_agent, t.to_agent, t.required_capabilities, t.claimed_by as producer, t.attempts, t.progress_message, t.progress_percent,
          t.created_at, t.started_at, t.completed_at,
          t.input_artifacts as inputs,
          coalesce((

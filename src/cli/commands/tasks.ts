@@ -1,8 +1,9 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { HandoffInput, JsonObject, TaskStatus } from '../../schemas.js';
 import { agentClient, configOf } from '../context.js';
-import { deadline, integer, json, list, wholeNumber } from '../inputs.js';
+import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
+import { usageError } from '../exit.js';
 import { emit } from '../output.js';
 import { taskDetail, taskLine, taskTable } from '../render.js';
 
@@ -16,6 +17,10 @@ interface TaskOptions {
   parent?: string;
   idempotencyKey?: string;
   allowOffline?: boolean;
+  expect?: Array<{ name: string; media_type?: string; required: boolean; json_schema?: unknown }>;
+  outputSchema?: Array<{ name: string; schema: unknown }>;
+  input?: Array<{ task: string; name: string }>;
+  lease?: number;
 }
 
 function withTaskOptions(command: Command): Command {
@@ -27,12 +32,30 @@ function withTaskOptions(command: Command): Command {
     .option('--deadline <when>', 'cancel it if still pending then: +30m, +2h, +7d or ISO', deadline)
     .option('--max-attempts <n>', 'attempts before it fails for good', integer)
     .option('--parent <task>', 'the task this work is part of (id or prefix)')
-    .option('--idempotency-key <key>', 'handing off again with the same key returns the first task');
+    .option('--idempotency-key <key>', 'handing off again with the same key returns the first task')
+    .option('--expect <name[=type]>', 'a required output artifact (repeatable)', collectExpected(true))
+    .option('--expect-optional <name[=type]>', 'an optional output artifact (repeatable)', collectExpected(false))
+    .option('--output-schema <name=@schema.json>', 'a JSON Schema the named output must satisfy (repeatable)', collectSchema)
+    .option('--input <task:name>', 'an artifact of an earlier task to work from (repeatable)', collectInput)
+    .option('--lease <seconds>', 'how long a claim on it holds unless renewed', integer);
+}
+
+function collectSchema(value: string, previous: Array<{ name: string; schema: unknown }> = []) {
+  const eq = value.indexOf('=');
+  if (eq < 1) throw new InvalidArgumentError('expected name=@schema.json.');
+  return [...previous, { name: value.slice(0, eq), schema: json(value.slice(eq + 1)) }];
 }
 
 async function send(command: Command, to: string | null, title: string, opts: TaskOptions): Promise<void> {
   const config = configOf(command);
   const client = agentClient(config);
+  const expected = [...(opts.expect ?? []), ...((opts as { expectOptional?: TaskOptions['expect'] }).expectOptional ?? [])];
+  for (const { name, schema } of opts.outputSchema ?? []) {
+    const output = expected.find((o) => o.name === name);
+    if (!output) throw usageError(`--output-schema names "${name}", which no --expect declares`, `Add --expect ${name}.`);
+    output.json_schema = schema;
+  }
+  const inputs = await Promise.all((opts.input ?? []).map(async ({ task, name }) => ({ task_id: await client.resolveTaskId(task), name })));
   const task = await client.handoff({
     to,
     title,
@@ -45,6 +68,9 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
     parentTaskId: opts.parent ? await client.resolveTaskId(opts.parent) : undefined,
     idempotencyKey: opts.idempotencyKey,
     allowOffline: to === null ? true : Boolean(opts.allowOffline),
+    expectedOutputs: expected as HandoffInput['expectedOutputs'],
+    inputArtifacts: inputs,
+    leaseSeconds: opts.lease,
   });
   emit(config, task, (t) => taskLine(to === null ? 'Broadcast' : 'Handed off', t));
 }
@@ -55,7 +81,8 @@ export function registerTasks(program: Command): void {
     .option('--allow-offline', 'queue it even if the agent is offline')
     .addHelpText('after', `
 Example:
-  $ baton handoff coder "Write a slugify function" --priority high --payload '{"spec": "ASCII, dashes"}' --deadline +2h`)
+  $ baton handoff coder "Write a slugify function" --priority high --payload '{"spec": "ASCII, dashes"}' --deadline +2h
+  $ baton handoff coder "Compare the APIs" --input 3f2a1b:competitors.json --expect api-comparison.json --output-schema api-comparison.json=@schema.json`)
     .action((to: string, title: string, opts: TaskOptions, command: Command) => send(command, to, title, opts));
 
   withTaskOptions(program.command('broadcast <title>'))

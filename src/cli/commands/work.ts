@@ -4,7 +4,7 @@ import type { BatonClient } from '../../client/agent.js';
 import type { Task, TaskResult } from '../../schemas.js';
 import { agentClient, configOf } from '../context.js';
 import { ExitError, exitCodes } from '../exit.js';
-import { integer, json, list, wholeNumber } from '../inputs.js';
+import { collectArtifact, integer, json, list, wholeNumber } from '../inputs.js';
 import { emit } from '../output.js';
 import { taskLine } from '../render.js';
 
@@ -93,14 +93,18 @@ Example:
     .description('complete a task you hold, with the protocol\'s result')
     .option('-r, --result <json>', '{status, summary, artifacts, metrics}: inline JSON, @file or - for stdin', json)
     .option('-m, --summary <text>', 'the result\'s summary (status defaults to success)')
+    .option('-a, --artifact <name=@file>', 'attach an artifact first (repeatable); name=@file or name=text', collectArtifact)
     .addHelpText('after', `
 Example:
   $ baton complete 3f2a1b --summary "slugify written, 12 tests pass"
-  $ baton complete 3f2a1b --result @result.json`)
-    .action((prefix: string, opts: { result?: unknown; summary?: string }, command: Command) =>
+  $ baton complete 3f2a1b --result @result.json
+  $ baton complete 3f2a1b --summary "report attached" --artifact report.md=@out/report.md`)
+    .action((prefix: string, opts: { result?: unknown; summary?: string; artifact?: Array<[string, Buffer]> }, command: Command) =>
       onTask('Completed', async (c, id, get) => {
         const result = resultOf(opts);
-        return c.complete(id, (await get()).claim_token, result);
+        const task = await get();
+        for (const [name, content] of opts.artifact ?? []) await c.attachArtifact(id, name, content, { task });
+        return c.complete(id, task.claim_token, result);
       })(prefix, command));
 
   program.command('fail <task> <error>')
