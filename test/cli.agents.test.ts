@@ -104,14 +104,14 @@ describe('help', () => {
   const commands = [
     'discover', 'status', 'handoff', 'broadcast', 'tasks', 'show', 'claim', 'start', 'progress', 'ask', 'answer',
     'reject', 'complete', 'fail', 'cancel', 'release', 'reassign', 'message', 'inbox',
-    'agent create', 'agent token', 'agent revoke', 'agent list', 'agent show',
+    'artifacts', 'artifact get', 'chain', 'sweep', 'agent run', 'agent tick', 'agent create', 'agent token', 'agent revoke', 'agent list', 'agent show',
     'stack start', 'stack stop', 'stack status', 'stack env',
   ];
   it('shows a real example for every command', async () => {
     const results = await Promise.all(commands.map((c) => baton([...c.split(' '), '--help'])));
     results.forEach((result, i) => {
       expect(result.code, commands[i]).toBe(0);
-      expect(result.stdout, commands[i]).toMatch(new RegExp(`Example:\\n\\s+\\$ baton ${commands[i]!.split(' ')[0]}`));
+      expect(result.stdout, commands[i]).toMatch(new RegExp(`Example[^:]*:\\n\\s+(\\$ |.*\\s)baton ${commands[i]!.split(' ')[0]}`));
     });
   });
 });

@@ -1,0 +1,178 @@
+/** Structured hand-offs: artifact RLS and hashes, expected outputs, schema refusals, inputs, follow-ups, lineage. */
+import crypto from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { IntegrityError, OutputSchemaError } from '../src/errors.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { database, newAgent, refusal, runningTask } from './helpers.js';
+
+const db = database();
+const schema = { type: 'object', required: ['items'], properties: { items: { type: 'array', minItems: 2, items: { type: 'string' } } } };
+
+describe('artifacts', async () => {
+  const alice = await newAgent('alice');
+  const bob = await newAgent('bob', { maxConcurrent: 50 });
+  const carol = await newAgent('carol');
+
+  it('are written only by the holder and read by whoever may see the task, with size and SHA-256', async () => {
+    const task = await runningTask(alice, bob);
+    const attached = await bob.client.attachArtifact(task.id, 'notes.md', '# Notes\nhello\n');
+    expect(attached).toMatchObject({ name: 'notes.md', media_type: 'text/markdown', size_bytes: 14, producer: bob.id });
+    expect(attached.sha256).toBe(crypto.createHash('sha256').update('# Notes\nhello\n').digest('hex'));
+    const read = await alice.client.artifact(task.id, 'notes.md');
+    expect(read.text()).toBe('# Notes\nhello\n');
+    await refusal(alice.client.attachArtifact(task.id, 'forged.md', 'by the sender'), 'BT003');
+    await refusal(carol.client.attachArtifact(task.id, 'forged.md', 'by a stranger'), 'BT002');
+    await refusal(carol.client.artifact(task.id, 'notes.md'), 'BT002');
+    expect(await carol.client.artifacts(task.id)).toEqual([]);
+    const { error } = await bob.client.db.from('task_artifacts').insert({ task_id: task.id, name: 'direct.txt', content: '\\x00', producer: bob.id });
+    expect(error?.code).toBe('42501');
+  });
+
+  it('replaces an artifact attached again under the same name, and keeps binary content intact', async () => {
+    const task = await runningTask(alice, bob);
+    const binary = Buffer.from([0, 1, 2, 250, 255, 0, 13, 10]);
+    await bob.client.attachArtifact(task.id, 'blob.bin', 'first');
+    await bob.client.attachArtifact(task.id, 'blob.bin', binary);
+    const read = await alice.client.artifact(task.id, 'blob.bin');
+    expect(read.content).toEqual(binary);
+    expect(read.size_bytes).toBe(8);
+    expect(await alice.client.artifacts(task.id)).toHaveLength(1);
+  });
+
+  it('detects content changed after it was attached', async () => {
+    const task = await runningTask(alice, bob);
+    await bob.client.attachArtifact(task.id, 'data.json', { json: { ok: true } });
+    await db.query(`alter table task_artifacts disable trigger prepare`);
+    try {
+      await db.query(`update task_artifacts set content = convert_to('{"ok": false}', 'UTF8') where task_id = $1`, [task.id]);
+    } finally {
+      await db.query(`alter table task_artifacts enable trigger prepare`);
+    }
+    const err = await alice.client.artifact(task.id, 'data.json').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IntegrityError);
+    expect((err as IntegrityError).message).toMatch(/does not match its SHA-256/);
+  });
+
+  it('takes links for large outputs, and refuses inline content over 1 MiB', async () => {
+    const task = await runningTask(alice, bob);
+    const linked = await bob.client.attachArtifact(task.id, 'video.mp4', { uri: 'https://files.example/video.mp4', sizeBytes: 50_000_000, sha256: 'a'.repeat(64) });
+    expect(linked).toMatchObject({ uri: 'https://files.example/video.mp4', size_bytes: 50_000_000 });
+    expect((await alice.client.artifact(task.id, 'video.mp4')).content).toBeNull();
+    const big = await refusal(bob.client.attachArtifact(task.id, 'big.bin', Buffer.alloc(1024 * 1024 + 1)), 'BT005');
+    expect(big.message).toMatch(/limited to 1 MiB/);
+    await refusal(bob.client.attachArtifact(task.id, '../etc/passwd', 'x'), 'BT005');
+  });
+
+  it('refuses completing without a required output, listing what is missing', async () => {
+    const task = await alice.client.handoff({
+      to: bob.id, title: 'produce two',
+      expectedOutputs: [{ name: 'a.json', required: true }, { name: 'b.md', required: true }, { name: 'c.txt', required: false }],
+    });
+    const running = await bob.client.claim(task.id, { start: true });
+    await bob.client.attachArtifact(task.id, 'b.md', 'half');
+    const err = await refusal(bob.client.complete(task.id, running.claim_token), 'BT012');
+    expect(err.message).toMatch(/missing required outputs: a.json$/);
+    await bob.client.attachArtifact(task.id, 'a.json', { json: {} });
+    expect((await bob.client.complete(task.id, running.claim_token)).status).toBe('completed');
+  });
+
+  it('refuses a JSON artifact that fails its schema, naming each problem, before it is stored', async () => {
+    const task = await alice.client.handoff({ to: bob.id, title: 'list', expectedOutputs: [{ name: 'list.json', json_schema: schema }] });
+    await bob.client.claim(task.id, { start: true });
+    const err = await bob.client.attachArtifact(task.id, 'list.json', { json: { items: [1] } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutputSchemaError);
+    expect((err as OutputSchemaError).problems).toEqual([
+      { path: '/items', message: 'must NOT have fewer than 2 items' },
+      { path: '/items/0', message: 'must be string' },
+    ]);
+    expect(await bob.client.artifacts(task.id)).toEqual([]);
+    expect((await bob.client.attachArtifact(task.id, 'list.json', { json: { items: ['a', 'b'] } })).name).toBe('list.json');
+  });
+
+  it('refuses inputs the sender cannot see or that do not exist', async () => {
+    const secret = await runningTask(carol, bob);
+    await bob.client.attachArtifact(secret.id, 'secret.txt', 'classified');
+    await refusal(alice.client.handoff({ to: bob.id, title: 'peek', inputArtifacts: [{ task_id: secret.id, name: 'secret.txt' }] }), 'BT002');
+    const mine = await runningTask(alice, bob);
+    await refusal(alice.client.handoff({ to: bob.id, title: 'nothing', inputArtifacts: [{ task_id: mine.id, name: 'missing.txt' }] }), 'BT002');
+  });
+
+  it('resolves inputs and the parent chain\'s artifacts for the next holder, hash-checked', async () => {
+    const source = await runningTask(alice, bob);
+    await bob.client.attachArtifact(source.id, 'data.csv', 'a,b\n1,2\n');
+    await bob.client.complete(source.id, source.claim_token);
+    const parent = await runningTask(alice, bob, 'parent');
+    await bob.client.attachArtifact(parent.id, 'context.md', 'background');
+    const child = await bob.client.handoff({ to: carol.id, title: 'child', parentTaskId: parent.id, inputArtifacts: [{ task_id: source.id, name: 'data.csv' }] });
+    const inputs = await carol.client.inputs(child.id);
+    expect(inputs.map((a) => [a.name, a.text()])).toEqual([['data.csv', 'a,b\n1,2\n'], ['context.md', 'background']]);
+    await refusal(carol.client.artifact(source.id, 'data.csv'), 'BT002');
+  });
+});
+
+describe('structured hand-offs through daemons', () => {
+  it('re-runs an executor whose output was refused with the problems in its context, then fails with them', async () => {
+    const boss = await newAgent('boss');
+    const fixer = await newAgent('fixer');
+    const stubborn = await newAgent('stubborn');
+    const seen: Array<Array<{ path: string; message: string }>> = [];
+    await daemon(fixer, {
+      executors: {
+        '*': async (_task, ctx) => {
+          seen.push(ctx.problems);
+          await ctx.artifact('list.json', { json: { items: ctx.problems.length ? ['fixed', 'now'] : ['only one'] } });
+          return 'listed';
+        },
+      },
+    });
+    const fixed = await boss.client.handoff({ to: fixer.id, title: 'list', expectedOutputs: [{ name: 'list.json', json_schema: schema }] });
+    const done = await eventually(async () => { const t = await boss.client.getTask(fixed.id); return t.status === 'completed' && t; }, 20_000);
+    expect(done.attempts).toBe(2);
+    expect(seen).toEqual([[], [{ path: '/items', message: 'must NOT have fewer than 2 items' }]]);
+
+    await daemon(stubborn, { executors: { '*': async () => 'forgot the output' } });
+    const never = await boss.client.handoff({ to: stubborn.id, title: 'needs output', expectedOutputs: [{ name: 'out.txt' }], maxAttempts: 5 });
+    const failed = await eventually(async () => { const t = await boss.client.getTask(never.id); return t.status === 'failed' && t; }, 20_000);
+    expect(failed).toMatchObject({ attempts: 2, status_reason: expect.stringMatching(/^outputs refused: .*missing required outputs: out.txt/) });
+    expect(failed.problems).toHaveLength(1);
+  });
+
+  it('creates the follow-up a result asks for, linked as a child with the producer\'s artifacts as inputs', async () => {
+    const boss = await newAgent('boss');
+    const writer = await newAgent('writer');
+    const reviewer = await newAgent('reviewer', { capabilities: ['review'] });
+    let reviewed = '';
+    await daemon(writer, {
+      executors: {
+        '*': async (_task, ctx) => {
+          await ctx.artifact('draft.md', '# Draft\n');
+          return { status: 'partial', summary: 'drafted', handoff: { capability: 'review', title: 'Review the draft', reason: 'second opinion', context: { tone: 'formal' } } };
+        },
+      },
+    });
+    await daemon(reviewer, { capabilities: ['review'], executors: { review: (task, ctx) => { reviewed = `${ctx.input('draft.md')!.text()}|${JSON.stringify(task.payload.context)}`; return 'looks fine'; } } });
+    const root = await boss.client.handoff({ to: writer.id, title: 'Write a draft' });
+    await eventually(async () => reviewed !== '', 20_000, 'the review');
+    expect(reviewed).toBe('# Draft\n|{"tone":"formal"}');
+    const chain = await boss.client.chain(root.id);
+    expect(chain.map((r) => [r.title, r.depth, r.producer])).toEqual([['Write a draft', 0, writer.id], ['Review the draft', 1, reviewer.id]]);
+    expect(chain[1]).toMatchObject({ parent_task_id: root.id, inputs: [{ task_id: root.id, name: 'draft.md' }] });
+  });
+
+  it('shows the lineage of a three-level chain to anyone who may see one of its tasks', async () => {
+    const a = await newAgent('a');
+    const b = await newAgent('b', { maxConcurrent: 5 });
+    const c = await newAgent('c');
+    const root = await runningTask(a, b, 'level 0');
+    await b.client.attachArtifact(root.id, 'plan.md', 'plan');
+    const mid = await b.client.claim((await b.client.handoff({ to: b.id, title: 'level 1', parentTaskId: root.id })).id, { start: true });
+    const leaf = await b.client.handoff({ to: c.id, title: 'level 2', parentTaskId: mid.id, inputArtifacts: [{ task_id: root.id, name: 'plan.md' }] });
+    const fromLeaf = await c.client.chain(leaf.id);
+    expect(fromLeaf.map((r) => [r.title, r.depth, r.status])).toEqual([['level 0', 0, 'in_progress'], ['level 1', 1, 'in_progress'], ['level 2', 2, 'pending']]);
+    expect(fromLeaf[0]!.outputs).toMatchObject([{ name: 'plan.md', size_bytes: 4, producer: b.id }]);
+    expect(fromLeaf[2]!.inputs).toEqual([{ task_id: root.id, name: 'plan.md' }]);
+    expect((await a.client.chain(root.id)).map((r) => r.id)).toEqual(fromLeaf.map((r) => r.id));
+    const stranger = await newAgent('stranger');
+    await refusal(stranger.client.chain(root.id), 'BT002');
+  });
+});
