@@ -114,6 +114,9 @@ create index task_handoffs_claimable_broadcast_idx on public.task_handoffs (prio
   where status = 'pending' and to_agent is null;
 create index task_handoffs_held_idx on public.task_handoffs (claimed_by)
   where status in ('claimed', 'in_progress', 'input_required');
+-- The inbox (open tasks addressed to an agent), however many finished ones it has behind it.
+create index task_handoffs_open_to_agent_idx on public.task_handoffs (to_agent)
+  where status in ('pending', 'claimed', 'in_progress', 'input_required');
 create index task_handoffs_leases_idx on public.task_handoffs (lease_expires_at)
   where status in ('claimed', 'in_progress');
 create index task_handoffs_deadlines_idx on public.task_handoffs (deadline)

@@ -1,0 +1,86 @@
+/**
+ * Does the claim path stay flat as history grows? Measures claim_next_tasks (and a whole
+ * hand-off → claim → complete round trip) on an empty table, then again with a million finished tasks
+ * in it. Reports medians and the ratio; the machine is shared, so compare ratios, not absolute times.
+ *
+ *   npm run bench            # 1,000,000 finished tasks
+ *   BENCH_HISTORY=200000 npm run bench
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createAdminClient, createBatonClient, startStack, type BatonClient } from '../src/index.js';
+import { freePort } from '../src/stack/ports.js';
+
+const HISTORY = Number(process.env.BENCH_HISTORY ?? 1_000_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
+const say = (text: string) => process.stdout.write(`${text}\n`);
+const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
+const p95 = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length * 0.95)]!; };
+
+const open = ['pending', 'claimed', 'in_progress', 'input_required'] as const;
+
+async function measure(sender: BatonClient, worker: BatonClient, workerId: string) {
+  const claim: number[] = [];
+  const roundTrip: number[] = [];
+  const inbox: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const start = performance.now();
+    await sender.handoff({ to: workerId, title: `bench ${i}` });
+    const before = performance.now();
+    const [task] = await worker.claimNext({ start: true });
+    claim.push(performance.now() - before);
+    await worker.complete(task!.id, task!.claim_token);
+    roundTrip.push(performance.now() - start);
+    if (i % 10 === 0) {
+      const listed = performance.now();
+      await worker.listTasks({ box: 'mine', status: [...open] }); // what `baton tasks` shows
+      inbox.push(performance.now() - listed);
+    }
+  }
+  return { claimMedianMs: median(claim), claimP95Ms: p95(claim), roundTripMedianMs: median(roundTrip), inboxMedianMs: median(inbox) };
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-bench-'));
+fs.chmodSync(dir, 0o755);
+const apiPort = await freePort();
+const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
+try {
+  const { env } = stack;
+  const admin = createAdminClient({ url: env.SUPABASE_URL, serviceRoleKey: env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: env.SUPABASE_JWT_SECRET });
+  const client = async (id: string) => createBatonClient({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token: (await admin.createAgent({ id, maxConcurrent: 10 })).token });
+  const sender = await client('sender');
+  const worker = await client('worker');
+  await measure(sender, worker, 'worker'); // warm-up
+  const empty = await measure(sender, worker, 'worker');
+  say(`empty history:        claim median ${empty.claimMedianMs.toFixed(2)} ms (p95 ${empty.claimP95Ms.toFixed(2)}), round trip median ${empty.roundTripMedianMs.toFixed(2)} ms, inbox median ${empty.inboxMedianMs.toFixed(2)} ms`);
+
+  // Seed finished history directly: triggers off (replica role) so that a million rows load in seconds.
+  const db = new pg.Client({ connectionString: env.DATABASE_URL });
+  await db.connect();
+  const seeded = performance.now();
+  await db.query('set session_replication_role = replica');
+  for (let done = 0; done < HISTORY; done += 100_000) {
+    await db.query(`
+      insert into task_handoffs (id, from_agent, to_agent, title, status, claimed_by, attempts, created_at, completed_at, result, root_task_id)
+      select id, 'sender', 'worker', 'finished ' || n, (array['completed','failed','cancelled']::task_status[])[1 + n % 3],
+             case when n % 3 = 2 then null else 'worker' end, 1,
+             now() - make_interval(secs => n), now() - make_interval(secs => n), '{"status": "success"}', id
+      from (select gen_random_uuid() as id, n from generate_series($1::int, $2::int) n) s`, [done + 1, Math.min(done + 100_000, HISTORY)]);
+  }
+  await db.query('set session_replication_role = origin');
+  await db.query('analyze task_handoffs');
+  const { rows: [{ n }] } = await db.query(`select count(*)::int as n from task_handoffs`);
+  await db.end();
+  say(`seeded ${n.toLocaleString('en')} tasks in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
+
+  await measure(sender, worker, 'worker'); // warm-up
+  const full = await measure(sender, worker, 'worker');
+  say(`${HISTORY.toLocaleString('en')} finished tasks: claim median ${full.claimMedianMs.toFixed(2)} ms (p95 ${full.claimP95Ms.toFixed(2)}), round trip median ${full.roundTripMedianMs.toFixed(2)} ms, inbox median ${full.inboxMedianMs.toFixed(2)} ms`);
+  say(`ratio (full / empty): claim ${(full.claimMedianMs / empty.claimMedianMs).toFixed(2)}, round trip ${(full.roundTripMedianMs / empty.roundTripMedianMs).toFixed(2)}, inbox ${(full.inboxMedianMs / empty.inboxMedianMs).toFixed(2)}`);
+  say(JSON.stringify({ history: HISTORY, rounds: ROUNDS, empty, full, claimRatio: full.claimMedianMs / empty.claimMedianMs }));
+} finally {
+  await stack.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
