@@ -199,6 +199,17 @@ begin
 end
 $$;
 
+create function baton_private.check_lease(seconds integer) returns void
+language plpgsql immutable set search_path = ''
+as $$
+begin
+  if seconds not between 5 and 86400 then
+    raise exception 'a lease must be between 5 seconds and 1 day, got % seconds', seconds
+      using errcode = 'BT005', hint = 'Ask for a lease a little longer than the work takes between heartbeats.';
+  end if;
+end
+$$;
+
 create function baton_private.tg_task_handoffs__validate() returns trigger
 language plpgsql set search_path = ''
 as $$
@@ -246,10 +257,7 @@ begin
     raise exception 'max_attempts must be between 1 and 100, got %', new.max_attempts
       using errcode = 'BT005', hint = 'Use a small number such as 3.';
   end if;
-  if new.lease_seconds not between 5 and 86400 then
-    raise exception 'a lease must be between 5 seconds and 1 day, got % seconds', new.lease_seconds
-      using errcode = 'BT005', hint = 'Ask for a lease a little longer than the work takes between heartbeats.';
-  end if;
+  perform baton_private.check_lease(new.lease_seconds);
   if new.progress_percent not between 0 and 100 then
     raise exception 'progress must be a percentage from 0 to 100, got %', new.progress_percent
       using errcode = 'BT005', hint = 'Give a whole number such as 40.';

@@ -1,7 +1,32 @@
 -- The only way agents change tasks: each function checks who is calling and what they may do, then
 -- makes one status change that the transition trigger checks again and records.
 
--- The task locked for a change, or "not found" when the caller may not see it (existence is not leaked).
+-- "Not found" for a task the caller may not see: its existence is not leaked.
+create function baton_private.task_not_found(p_task_id uuid, agent text) returns void
+language plpgsql set search_path = ''
+as $$
+begin
+  raise exception 'no task % that agent "%" can see', p_task_id, agent
+    using errcode = 'BT002', hint = 'Check the id: baton tasks --all lists the tasks you can see.';
+end
+$$;
+
+-- The task, if the caller may see it.
+create function baton_private.visible_task(p_task_id uuid, agent text) returns public.task_handoffs
+language plpgsql stable security definer set search_path = ''
+as $$
+declare
+  t public.task_handoffs;
+begin
+  select * into t from public.task_handoffs where id = p_task_id;
+  if not found or not baton_private.can_see_task(t, agent) then
+    perform baton_private.task_not_found(p_task_id, agent);
+  end if;
+  return t;
+end
+$$;
+
+-- The same, locked for a change.
 create function baton_private.lock_task(p_task_id uuid, agent text) returns public.task_handoffs
 language plpgsql security definer set search_path = ''
 as $$
@@ -10,8 +35,7 @@ declare
 begin
   select * into t from public.task_handoffs where id = p_task_id for update;
   if not found or not baton_private.can_see_task(t, agent) then
-    raise exception 'no task % that agent "%" can see', p_task_id, agent
-      using errcode = 'BT002', hint = 'Check the id: baton tasks --all lists the tasks you can see.';
+    perform baton_private.task_not_found(p_task_id, agent);
   end if;
   return t;
 end
@@ -40,10 +64,7 @@ begin
   if p_lease_seconds is null then
     return null;
   end if;
-  if p_lease_seconds not between 5 and 86400 then
-    raise exception 'a lease must be between 5 seconds and 1 day, got % seconds', p_lease_seconds
-      using errcode = 'BT005', hint = 'Ask for a lease a little longer than the work takes; renew it while working.';
-  end if;
+  perform baton_private.check_lease(p_lease_seconds);
   return make_interval(secs => p_lease_seconds);
 end
 $$;
@@ -137,11 +158,7 @@ begin
     end if;
   end if;
   if p_parent_task_id is not null then
-    select * into parent from public.task_handoffs where id = p_parent_task_id;
-    if not found or not baton_private.can_see_task(parent, me) then
-      raise exception 'no task % that agent "%" can see', p_parent_task_id, me
-        using errcode = 'BT002', hint = 'Name as parent a task you hold or sent.';
-    end if;
+    parent := baton_private.visible_task(p_parent_task_id, me);
     if parent.claimed_by is distinct from me and parent.from_agent <> me then
       raise exception 'only the holder or the sender of task % can hand off work within it', p_parent_task_id
         using errcode = 'BT003', hint = 'Hand it off without a parent, or claim the parent first.';

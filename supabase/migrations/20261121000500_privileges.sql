@@ -13,6 +13,7 @@ grant execute on function
   baton_private.is_artifact_name(text),
   baton_private.check_expected_outputs(jsonb),
   baton_private.check_result(jsonb),
+  baton_private.check_lease(integer),
   baton_private.is_online(public.agents),
   baton_private.check_request()
   to anon, authenticated, service_role;

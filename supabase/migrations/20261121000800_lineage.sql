@@ -6,13 +6,8 @@ language plpgsql stable security definer set search_path = ''
 as $$
 declare
   me text := baton_private.require_agent();
-  t public.task_handoffs;
+  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
 begin
-  select * into t from public.task_handoffs where id = p_task_id;
-  if not found or not baton_private.can_see_task(t, me) then
-    raise exception 'no task % that agent "%" can see', p_task_id, me
-      using errcode = 'BT002', hint = 'Check the id: baton tasks --all lists the tasks you can see.';
-  end if;
   return query
     with recursive chain (id, parent_id, distance) as (
       select p.id, p.parent_task_id, 1 from public.task_handoffs p where p.id = t.parent_task_id
