@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/stack/ports.js';
-import { readRuntime } from '../src/stack/state.js';
+import { isAlive, readRuntime } from '../src/stack/state.js';
 import { makeStackDir } from './global-setup.js';
 import { baton } from './cli.js';
 
@@ -52,6 +52,18 @@ describe('baton stack', async () => {
     expect((await baton(['stack', 'status', '--dir', dir, '--json'])).stdout).toMatch(/"running": false/);
 
     expect((await baton(['stack', 'start', ...at])).code).toBe(0);
+    const listed = await baton(['agent', 'list', '--json', '--dir', dir]);
+    expect(JSON.parse(listed.stdout).map((a: { id: string }) => a.id)).toContain('keeper');
+  });
+
+  it('recovers from a crash of the stack process, reclaiming what it left running', async () => {
+    const before = readRuntime(dir)!;
+    process.kill(before.pid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(readRuntime(dir)).toBeUndefined();
+    const restarted = await baton(['stack', 'start', ...at]);
+    expect(restarted.code, restarted.stderr).toBe(0);
+    expect(isAlive(before.postgrestPid!)).toBe(false);
     const listed = await baton(['agent', 'list', '--json', '--dir', dir]);
     expect(JSON.parse(listed.stdout).map((a: { id: string }) => a.id)).toContain('keeper');
   });

@@ -1,10 +1,11 @@
 /** `baton stack start|stop`: the stack as a background process that outlives the command. */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertReachableByPostgres, StackError, stackPaths } from './paths.js';
 import { assertPortFree } from './ports.js';
-import { isAlive, readRuntime, readSecrets, type Runtime } from './state.js';
+import { isAlive, readRuntime, readRuntimeFile, readSecrets, removeRuntime, type Runtime } from './state.js';
 
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 30_000;
@@ -36,6 +37,7 @@ export async function startInBackground(
 
   fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
   assertReachableByPostgres(dir);
+  await reclaimOrphans(dir);
   await assertPortFree(apiPort, 'API', '--api-port or BATON_API_PORT');
   await assertPortFree(dbPort, 'database', '--db-port or BATON_DB_PORT');
 
@@ -65,6 +67,39 @@ export async function startInBackground(
   }
   if (child.pid) process.kill(child.pid, 'SIGTERM');
   throw new StackError(`the stack did not answer within ${START_TIMEOUT_MS / 1000} s`, `See ${log}.`);
+}
+
+async function waitForExit(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await sleep(100);
+  }
+  return true;
+}
+
+/**
+ * After the stack process itself died (SIGKILL, out of memory), its PostgREST and Postgres may still
+ * run, holding the ports. They belong to this folder, so they are stopped here: PostgREST by the pid the
+ * stack recorded, Postgres by the pid in its own postmaster.pid (SIGINT: a fast, clean shutdown).
+ */
+async function reclaimOrphans(dir: string): Promise<void> {
+  const runtime = readRuntimeFile(dir);
+  if (runtime?.postgrestPid && isAlive(runtime.postgrestPid)) {
+    process.kill(runtime.postgrestPid, 'SIGTERM');
+    await waitForExit(runtime.postgrestPid, 5000);
+  }
+  const postmaster = path.join(stackPaths(dir).pgdata, 'postmaster.pid');
+  if (fs.existsSync(postmaster)) {
+    const pid = Number(fs.readFileSync(postmaster, 'utf8').split('\n')[0]);
+    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+      process.kill(pid, 'SIGINT');
+      if (!(await waitForExit(pid, 15_000))) {
+        throw new StackError(`an earlier Postgres of this stack (pid ${pid}) would not stop`, `Stop it by hand (kill ${pid}), then start again.`);
+      }
+    }
+  }
+  removeRuntime(dir);
 }
 
 /** Stops the stack running in `dir`; false when none was running. */

@@ -70,7 +70,7 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
     });
     running.push(gateway.stop);
 
-    writeRuntime(dir, { pid: process.pid, apiPort, dbPort, postgrestPort, startedAt: new Date().toISOString() });
+    writeRuntime(dir, { pid: process.pid, apiPort, dbPort, postgrestPort, postgrestPid: postgrest.pid, startedAt: new Date().toISOString() });
     log.info({ url: env.SUPABASE_URL, ms: Date.now() - t0 }, 'stack is ready');
     return { env, apiPort, dbPort, stop };
   } catch (err) {

@@ -14,6 +14,7 @@ const require = createRequire(import.meta.url);
 const READY_TIMEOUT_MS = 30_000;
 
 export interface PostgrestHandle {
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -61,7 +62,7 @@ export async function startPostgrest(
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (running && Date.now() < deadline) {
     const ready = await fetch(`http://127.0.0.1:${adminPort}/ready`).then((r) => r.ok, () => false);
-    if (ready) return { stop };
+    if (ready) return { pid: child.pid!, stop };
     await sleep(50);
   }
   await stop();

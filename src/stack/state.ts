@@ -19,6 +19,7 @@ export const Runtime = z.object({
   apiPort: z.number().int(),
   dbPort: z.number().int(),
   postgrestPort: z.number().int(),
+  postgrestPid: z.number().int().optional(),
   startedAt: z.string(),
 });
 export type Runtime = z.infer<typeof Runtime>;
@@ -58,18 +59,29 @@ export function removeRuntime(dir: string): void {
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  // A killed process that nobody reaped (its parent gone, PID 1 not an init) still answers signal 0.
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return true;
+  }
+}
+
+/** What runtime.json says, alive or not. */
+export function readRuntimeFile(dir: string): Runtime | undefined {
+  const file = stackPaths(dir).runtime;
+  if (!fs.existsSync(file)) return undefined;
+  const runtime = Runtime.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  return runtime.success ? runtime.data : undefined;
 }
 
 /** Where the stack in `dir` listens, if it is running; a leftover file from a crash is ignored. */
 export function readRuntime(dir: string): Runtime | undefined {
-  const file = stackPaths(dir).runtime;
-  if (!fs.existsSync(file)) return undefined;
-  const runtime = Runtime.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
-  return runtime.success && isAlive(runtime.data.pid) ? runtime.data : undefined;
+  const runtime = readRuntimeFile(dir);
+  return runtime && isAlive(runtime.pid) ? runtime : undefined;
 }
 
 export interface StackEnv {
