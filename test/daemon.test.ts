@@ -175,6 +175,21 @@ describe('the sweep', () => {
     expect((await boss.client.events(task.id)).at(-1)).toMatchObject({ actor: 'sweep', note: 'holder went silent; re-queued' });
   });
 
+  it('keeps the claim of a task waiting for input, and restarts its lease when answered', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const task = await boss.client.handoff({ to: worker.id, title: 'slow answer', leaseSeconds: 5 });
+    await worker.client.claim(task.id, { start: true });
+    await worker.client.ask(task.id, 'which one?');
+    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 hour' where id = $1`, [task.id]);
+    await boss.client.sweep();
+    expect((await boss.client.getTask(task.id)).status).toBe('input_required');
+    const resumed = await boss.client.answer(task.id, 'the first');
+    expect(Date.parse(resumed.lease_expires_at!)).toBeGreaterThan(Date.now());
+    await boss.client.sweep();
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'in_progress', claimed_by: worker.id });
+  });
+
   it('cancels pending tasks past their deadline and tells the sender', async () => {
     const boss = await newAgent('boss');
     const nobody = await newAgent('nobody');

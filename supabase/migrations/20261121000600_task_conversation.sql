@@ -78,7 +78,10 @@ begin
   select m.id into question from public.agent_messages m
   where m.task_id = t.id and m.kind = 'question' order by m.created_at desc limit 1;
   perform baton_private.set_note('answered');
-  update public.task_handoffs set status = 'in_progress', status_reason = null
+  -- The wait did not use up the holder's lease: it starts afresh with the work.
+  update public.task_handoffs
+  set status = 'in_progress', status_reason = null,
+      lease_expires_at = now() + coalesce(make_interval(secs => t.lease_seconds), (baton_private.settings()).default_lease)
   where id = t.id returning * into t;
   perform baton_private.set_note(null);
   insert into public.agent_messages (from_agent, to_agent, task_id, reply_to_id, kind, body)
