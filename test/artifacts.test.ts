@@ -110,6 +110,43 @@ describe('artifacts', async () => {
   });
 });
 
+describe('follow-ups requested by a result', async () => {
+  const alice = await newAgent('alice');
+  const bob = await newAgent('bob', { maxConcurrent: 20 });
+  const review = `review-${crypto.randomUUID().slice(0, 8)}`;
+  const carol = await newAgent('carol', { capabilities: [review] });
+
+  it('become a child of the completed task, in the same transaction, with its artifacts as inputs', async () => {
+    const task = await runningTask(alice, bob);
+    await bob.client.attachArtifact(task.id, 'draft.md', 'draft');
+    await bob.client.complete(task.id, task.claim_token, {
+      status: 'partial', summary: 'drafted',
+      handoff: { capability: review, title: 'Review it', reason: 'second pair of eyes', context: { focus: 'tone' }, task_type: 'review', expected_outputs: [{ name: 'review.md' }] },
+    });
+    const [child] = await carol.client.listTasks({ box: 'pending' }).then((ts) => ts.filter((t) => t.parent_task_id === task.id));
+    expect(child).toMatchObject({
+      from_agent: bob.id, to_agent: null, required_capabilities: [review], title: 'Review it', description: 'second pair of eyes',
+      payload: { task_type: 'review', context: { focus: 'tone' } }, expected_outputs: [{ name: 'review.md' }],
+      input_artifacts: [{ task_id: task.id, name: 'draft.md' }], depth: 1, root_task_id: task.id,
+    });
+    expect((await carol.client.inputs(child!.id)).map((a) => a.text())).toEqual(['draft']);
+  });
+
+  it('are refused with the completion when they cannot be made, leaving the task running', async () => {
+    const task = await runningTask(alice, bob);
+    await refusal(bob.client.complete(task.id, task.claim_token, { status: 'success', handoff: { to_agent: 'nobody-here', title: 'x' } }), 'BT002');
+    await refusal(bob.client.complete(task.id, task.claim_token, { status: 'success', handoff: { title: 'nowhere' } }), 'BT005');
+    expect((await bob.client.getTask(task.id)).status).toBe('in_progress');
+
+    let deep = await runningTask(alice, bob, 'level 0');
+    for (let depth = 1; depth <= 5; depth++) {
+      deep = await bob.client.claim((await bob.client.handoff({ to: bob.id, title: `level ${depth}`, parentTaskId: deep.id })).id, { start: true });
+    }
+    await refusal(bob.client.complete(deep.id, deep.claim_token, { status: 'success', handoff: { to_agent: alice.id, title: 'one more' } }), 'BT009');
+    expect((await bob.client.getTask(deep.id)).status).toBe('in_progress');
+  });
+});
+
 describe('structured hand-offs through daemons', () => {
   it('re-runs an executor whose output was refused with the problems in its context, then fails with them', async () => {
     const boss = await newAgent('boss');
@@ -140,17 +177,18 @@ describe('structured hand-offs through daemons', () => {
   it('creates the follow-up a result asks for, linked as a child with the producer\'s artifacts as inputs', async () => {
     const boss = await newAgent('boss');
     const writer = await newAgent('writer');
-    const reviewer = await newAgent('reviewer', { capabilities: ['review'] });
+    const review = `review-${crypto.randomUUID().slice(0, 8)}`;
+    const reviewer = await newAgent('reviewer', { capabilities: [review] });
     let reviewed = '';
     await daemon(writer, {
       executors: {
         '*': async (_task, ctx) => {
           await ctx.artifact('draft.md', '# Draft\n');
-          return { status: 'partial', summary: 'drafted', handoff: { capability: 'review', title: 'Review the draft', reason: 'second opinion', context: { tone: 'formal' } } };
+          return { status: 'partial', summary: 'drafted', handoff: { capability: review, title: 'Review the draft', reason: 'second opinion', context: { tone: 'formal' } } };
         },
       },
     });
-    await daemon(reviewer, { capabilities: ['review'], executors: { review: (task, ctx) => { reviewed = `${ctx.input('draft.md')!.text()}|${JSON.stringify(task.payload.context)}`; return 'looks fine'; } } });
+    await daemon(reviewer, { capabilities: [review], executors: { [review]: (task, ctx) => { reviewed = `${ctx.input('draft.md')!.text()}|${JSON.stringify(task.payload.context)}`; return 'looks fine'; } } });
     const root = await boss.client.handoff({ to: writer.id, title: 'Write a draft' });
     await eventually(async () => reviewed !== '', 20_000, 'the review');
     expect(reviewed).toBe('# Draft\n|{"tone":"formal"}');

@@ -49,18 +49,6 @@ interface Running {
 
 const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
 
-/** What a result's `handoff` may ask for. */
-interface FollowUp {
-  to_agent?: string;
-  capability?: string | string[];
-  title: string;
-  reason?: string;
-  context?: unknown;
-  task_type?: string;
-  payload?: Record<string, unknown>;
-  expected_outputs?: Task['expected_outputs'];
-}
-
 export function createAgent(options: AgentOptions): BatonAgent {
   return new BatonAgent(options);
 }
@@ -230,8 +218,8 @@ export class BatonAgent {
       const value = await runExecutor(chosen.executor, task, this.context(task, parents, inputs, signal, log), this.executorEnv());
       if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
       const result = toResult(value);
-      const done = await this.report(log, started, () => this.client.complete(task.id, task.claim_token, result), 'completed');
-      if (done && result.handoff) await this.followUp(done, result.handoff as FollowUp, log);
+      // A result.handoff becomes the follow-up task in the same transaction as the completion.
+      await this.report(log, started, () => this.client.complete(task.id, task.claim_token, result), result.handoff ? 'completed, follow-up handed off' : 'completed');
     } catch (err) {
       if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
       if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) return this.refuseOutputs(task, err, log, started);
@@ -250,27 +238,6 @@ export class BatonAgent {
     const retry = !task.problems?.length && task.attempts < task.max_attempts;
     await this.report(log, started, () => this.client.fail(task.id, task.claim_token, `outputs refused: ${err.message}`, { retry, problems }),
       retry ? 'outputs refused; running again with the problems' : 'outputs refused again; failed', err);
-  }
-
-  /** A result may ask for a follow-up: a child task with this task's artifacts as its inputs. */
-  private async followUp(task: Task, request: FollowUp, log: Logger): Promise<void> {
-    try {
-      const outputs = await this.client.artifacts(task.id);
-      const child = await this.client.handoff({
-        to: request.to_agent ?? null,
-        requiredCapabilities: request.capability ? [request.capability].flat() : [],
-        title: request.title,
-        description: request.reason,
-        payload: { ...request.payload, ...(request.task_type ? { task_type: request.task_type } : {}), ...(request.context === undefined ? {} : { context: request.context }) },
-        expectedOutputs: request.expected_outputs,
-        parentTaskId: task.id,
-        inputArtifacts: outputs.map((a) => ({ task_id: task.id, name: a.name })),
-        idempotencyKey: `follow-up:${task.id}`,
-      });
-      log.info({ child: child.id, to: child.to_agent ?? request.capability }, 'handed off the follow-up');
-    } catch (err) {
-      log.error({ err }, 'could not hand off the follow-up the result asked for');
-    }
   }
 
   /**

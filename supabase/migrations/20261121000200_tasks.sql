@@ -150,7 +150,8 @@ begin
   if result ? 'handoff' and (
        jsonb_typeof(result -> 'handoff') <> 'object'
        or jsonb_typeof(result -> 'handoff' -> 'title') is distinct from 'string'
-       or not (jsonb_typeof(result -> 'handoff' -> 'to_agent') = 'string' or jsonb_typeof(result -> 'handoff' -> 'capability') in ('string', 'array'))) then
+       or not coalesce(jsonb_typeof(result -> 'handoff' -> 'to_agent') = 'string'
+                       or jsonb_typeof(result -> 'handoff' -> 'capability') in ('string', 'array'), false)) then
     raise exception 'result.handoff needs a "title" and a "to_agent" or "capability"' using errcode = 'BT005',
       hint = 'Request a follow-up as {"handoff": {"to_agent": "coder", "title": "...", "reason": "...", "context": {}}}.';
   end if;

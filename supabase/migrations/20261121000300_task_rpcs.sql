@@ -338,10 +338,13 @@ begin
   update public.task_handoffs
   set status = 'completed', result = coalesce(p_result, '{"status": "success"}'), status_reason = null, problems = null
   where id = t.id returning * into t;
+  if t.result ? 'handoff' then
+    perform baton_private.create_follow_up(t, t.result -> 'handoff', me);
+  end if;
   return t;
 end
 $$;
-comment on function public.complete_task is 'The holder completes a task in progress with its result; the claim token must be current and every required expected output attached (else BT012).';
+comment on function public.complete_task is 'The holder completes a task in progress with its result; the claim token must be current and every required expected output attached (else BT012). A result.handoff creates the follow-up task in the same transaction.';
 
 create function public.fail_task(
   p_task_id uuid,

@@ -147,6 +147,48 @@ end
 $$;
 comment on function public.task_inputs is 'The artifacts a task works from: its named inputs and the artifacts of its parent chain, for anyone who may see the task.';
 
+-- A result may ask for a follow-up: {handoff: {to_agent | capability, title, reason, context, task_type?,
+-- payload?, expected_outputs?}}. It becomes a child of the completed task, sent by its holder, with the
+-- task's artifacts as inputs; created with the completion, so it is never lost nor made twice.
+create function baton_private.create_follow_up(parent public.task_handoffs, request jsonb, agent text) returns uuid
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  child uuid;
+begin
+  if request ? 'to_agent' and not exists (select from public.agents a where a.id = request ->> 'to_agent') then
+    raise exception 'the follow-up names no agent "%"', request ->> 'to_agent'
+      using errcode = 'BT002', hint = 'Name a registered agent, or a capability instead.';
+  end if;
+  if request ? 'payload' and jsonb_typeof(request -> 'payload') <> 'object' then
+    raise exception 'the follow-up''s payload must be a JSON object' using errcode = 'BT005', hint = 'Pass {"payload": {...}} or none.';
+  end if;
+  insert into public.task_handoffs (
+    from_agent, to_agent, required_capabilities, title, description, payload, expected_outputs, input_artifacts,
+    parent_task_id, idempotency_key
+  ) values (
+    agent,
+    request ->> 'to_agent',
+    case jsonb_typeof(request -> 'capability')
+      when 'string' then array[request ->> 'capability']
+      when 'array' then array(select jsonb_array_elements_text(request -> 'capability'))
+      else '{}' end,
+    request ->> 'title',
+    request ->> 'reason',
+    coalesce(request -> 'payload', '{}') || jsonb_strip_nulls(jsonb_build_object('task_type', request -> 'task_type', 'context', request -> 'context')),
+    coalesce(request -> 'expected_outputs', '[]'),
+    coalesce((
+      select jsonb_agg(jsonb_build_object('task_id', parent.id, 'name', a.name) order by a.name)
+      from public.task_artifacts a where a.task_id = parent.id), '[]'),
+    parent.id,
+    'follow-up:' || parent.id
+  )
+  on conflict (from_agent, idempotency_key) do nothing
+  returning id into child;
+  return child;
+end
+$$;
+
 -- Lineage ---------------------------------------------------------------------------------------------
 
 create view public.task_lineage with (security_invoker = true) as
