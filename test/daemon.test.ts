@@ -67,7 +67,7 @@ describe('the agent daemon', () => {
     const cancelledAt = Date.now();
     await boss.client.cancel(task.id, 'not needed');
     await eventually(async () => abortedAt > 0, 5000, 'the abort');
-    expect(abortedAt - cancelledAt).toBeLessThan(2500);
+    expect(abortedAt - cancelledAt).toBeLessThan(4000); // polls run every second; slack for a loaded machine
     await eventually(async () => instance.runningTasks.length === 0);
     expect((await boss.client.getTask(task.id)).status).toBe('cancelled');
   });
