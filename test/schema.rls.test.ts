@@ -12,7 +12,7 @@ describe('the schema', () => {
       `select c.relname, c.relrowsecurity from pg_class c join pg_namespace n on n.oid = c.relnamespace
        where n.nspname = 'public' and c.relkind = 'r' order by 1`,
     );
-    expect(rows.map((r) => r.relname)).toEqual(expect.arrayContaining(['agents', 'agent_messages', 'task_events', 'task_handoffs']));
+    expect(rows.map((r) => r.relname)).toEqual(expect.arrayContaining(['agents', 'agent_messages', 'task_artifacts', 'task_events', 'task_handoffs']));
     expect(rows.filter((r) => !r.relrowsecurity)).toEqual([]);
   });
 
@@ -22,6 +22,15 @@ describe('the schema', () => {
        where n.nspname = 'public' and c.relkind = 'r' and obj_description(c.oid, 'pg_class') is null`,
     );
     expect(rows).toEqual([]);
+  });
+
+  it('reads views with the caller\'s rights, so row-level security applies through them', async () => {
+    const { rows } = await db.query<{ relname: string; options: string[] | null }>(
+      `select c.relname, c.reloptions as options from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = 'public' and c.relkind = 'v' order by 1`,
+    );
+    expect(rows.map((r) => r.relname)).toEqual(['agent_presence', 'task_lineage']);
+    expect(rows.filter((r) => !r.options?.includes('security_invoker=true'))).toEqual([]);
   });
 
   it('pins search_path on every security definer function', async () => {
@@ -34,7 +43,9 @@ describe('the schema', () => {
   });
 
   it('lets the anon key read and write nothing', async () => {
-    for (const table of ['agents', 'agent_tokens', 'task_handoffs', 'task_events', 'agent_messages', 'baton_settings']) {
+    const tables = ['agents', 'agent_tokens', 'task_handoffs', 'task_events', 'agent_messages', 'baton_settings',
+      'task_artifacts', 'task_status_transitions', 'agent_presence', 'task_lineage'];
+    for (const table of tables) {
       const { error } = await anon.from(table).select('*').limit(1);
       expect(error?.code, table).toBe('42501');
     }

@@ -1,6 +1,7 @@
 /** Parsing of command-line values; a malformed value is a usage error (exit 2) that names the option. */
 import fs from 'node:fs';
 import { InvalidArgumentError } from 'commander';
+import type { ExpectedOutput } from '../schemas.js';
 
 /** Collects repeatable, comma-separated values: `-c a,b -c c` gives [a, b, c]. */
 export function list(value: string, previous: string[] = []): string[] {
@@ -79,7 +80,7 @@ export function collectInput(value: string, previous: Array<{ task: string; name
 
 /** `name[=media/type]`, with the schema from --output-schema attached later, collected for --expect. */
 export function collectExpected(required: boolean) {
-  return (value: string, previous: Array<{ name: string; media_type?: string; required: boolean }> = []) => {
+  return (value: string, previous: ExpectedOutput[] = []): ExpectedOutput[] => {
     const [name, mediaType] = value.split('=', 2);
     if (!name) throw new InvalidArgumentError('expected name or name=media/type, e.g. report.json=application/json.');
     return [...previous, { name, ...(mediaType ? { media_type: mediaType } : {}), required }];

@@ -1,6 +1,6 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { HandoffInput, JsonObject, TaskStatus } from '../../schemas.js';
+import type { ExpectedOutput, HandoffInput, JsonObject, TaskStatus } from '../../schemas.js';
 import { agentClient, configOf } from '../context.js';
 import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
 import { usageError } from '../exit.js';
@@ -17,8 +17,9 @@ interface TaskOptions {
   parent?: string;
   idempotencyKey?: string;
   allowOffline?: boolean;
-  expect?: Array<{ name: string; media_type?: string; required: boolean; json_schema?: unknown }>;
-  outputSchema?: Array<{ name: string; schema: unknown }>;
+  expect?: ExpectedOutput[];
+  expectOptional?: ExpectedOutput[];
+  outputSchema?: Array<{ name: string; schema: JsonObject }>;
   input?: Array<{ task: string; name: string }>;
   lease?: number;
 }
@@ -40,16 +41,16 @@ function withTaskOptions(command: Command): Command {
     .option('--lease <seconds>', 'how long a claim on it holds unless renewed', integer);
 }
 
-function collectSchema(value: string, previous: Array<{ name: string; schema: unknown }> = []) {
+function collectSchema(value: string, previous: Array<{ name: string; schema: JsonObject }> = []) {
   const eq = value.indexOf('=');
   if (eq < 1) throw new InvalidArgumentError('expected name=@schema.json.');
-  return [...previous, { name: value.slice(0, eq), schema: json(value.slice(eq + 1)) }];
+  return [...previous, { name: value.slice(0, eq), schema: json(value.slice(eq + 1)) as JsonObject }];
 }
 
 async function send(command: Command, to: string | null, title: string, opts: TaskOptions): Promise<void> {
   const config = configOf(command);
   const client = agentClient(config);
-  const expected = [...(opts.expect ?? []), ...((opts as { expectOptional?: TaskOptions['expect'] }).expectOptional ?? [])];
+  const expected = [...(opts.expect ?? []), ...(opts.expectOptional ?? [])];
   for (const { name, schema } of opts.outputSchema ?? []) {
     const output = expected.find((o) => o.name === name);
     if (!output) throw usageError(`--output-schema names "${name}", which no --expect declares`, `Add --expect ${name}.`);
@@ -68,7 +69,7 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
     parentTaskId: opts.parent ? await client.resolveTaskId(opts.parent) : undefined,
     idempotencyKey: opts.idempotencyKey,
     allowOffline: to === null ? true : Boolean(opts.allowOffline),
-    expectedOutputs: expected as HandoffInput['expectedOutputs'],
+    expectedOutputs: expected,
     inputArtifacts: inputs,
     leaseSeconds: opts.lease,
   });
