@@ -51,7 +51,7 @@ describe('bad input', async () => {
     ['a rejection without a reason', async (a) => {
       const t = await a.client.handoff({ to: bob.id, title: 'reject me' });
       return bob.client.reject(t.id, '');
-    }, 'BT005', /needs a reason/],
+    }, 'BT005', /the reason for a rejection cannot be empty/],
     ['an invalid agent id', () => admin.createAgent({ id: 'Bad Id!' }), 'BT005', /invalid agent id/],
     ['a lease out of range', (a) => a.client.claimNext({ leaseSeconds: 1 }), 'BT005', /lease/],
   ];

@@ -99,6 +99,17 @@ as $$
   from public.baton_settings s where s.id
 $$;
 
+-- A reason, question or answer that must say something.
+create function baton_private.require_text(value text, what text, hint text) returns void
+language plpgsql immutable set search_path = ''
+as $$
+begin
+  if value is null or btrim(value) = '' then
+    raise exception '% cannot be empty', what using errcode = 'BT005', hint = hint;
+  end if;
+end
+$$;
+
 create function baton_private.set_note(note text) returns void
 language sql set search_path = ''
 as $$ select set_config('baton.note', coalesce(note, ''), true) $$;
@@ -360,9 +371,7 @@ declare
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
 begin
   perform baton_private.check_holder(t, me, p_claim_token);
-  if p_error is null or btrim(p_error) = '' then
-    raise exception 'a failure needs a reason' using errcode = 'BT005', hint = 'Say what went wrong, in one line.';
-  end if;
+  perform baton_private.require_text(p_error, 'the reason for a failure', 'Say what went wrong, in one line.');
   if t.status <> 'in_progress' then
     raise exception 'task % is %; only a task in progress can fail', t.id, t.status
       using errcode = 'BT001', hint = 'Release a claimed task instead (baton release <task>).';
@@ -421,9 +430,7 @@ begin
             hint = case when t.to_agent is null then 'A broadcast is not rejected by one agent; leave it for another.'
                         else format('It is addressed to "%s".', t.to_agent) end;
   end if;
-  if p_reason is null or btrim(p_reason) = '' then
-    raise exception 'a rejection needs a reason' using errcode = 'BT005', hint = 'Tell the sender why, in one line.';
-  end if;
+  perform baton_private.require_text(p_reason, 'the reason for a rejection', 'Tell the sender why, in one line.');
   if t.status <> 'pending' then
     raise exception 'task % is %; only pending tasks can be rejected', t.id, t.status
       using errcode = 'BT001', hint = 'Release or fail a task you already claimed.';

@@ -11,9 +11,7 @@ declare
 begin
   -- Progress needs the holder, not the claim token: any process of the holding agent may report.
   perform baton_private.check_holder(t, me, t.claim_token);
-  if p_message is null or btrim(p_message) = '' then
-    raise exception 'a progress report needs a message' using errcode = 'BT005', hint = 'Say in one line what is done or happening.';
-  end if;
+  perform baton_private.require_text(p_message, 'a progress report', 'Say in one line what is done or happening.');
   if t.status not in ('claimed', 'in_progress') then
     raise exception 'task % is %; progress is reported on a claimed or running task', t.id, t.status
       using errcode = 'BT001', hint = 'Wait for the sender''s answer first.';
@@ -37,9 +35,7 @@ declare
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
 begin
   perform baton_private.check_holder(t, me, t.claim_token);
-  if p_question is null or btrim(p_question) = '' then
-    raise exception 'a question cannot be empty' using errcode = 'BT005', hint = 'Ask what you need from the sender.';
-  end if;
+  perform baton_private.require_text(p_question, 'a question', 'Ask what you need from the sender.');
   if t.status <> 'in_progress' then
     raise exception 'task % is %; only a task in progress can wait for input', t.id, t.status
       using errcode = 'BT001',
@@ -68,9 +64,7 @@ begin
     raise exception 'only the sender "%" can answer questions on task %', t.from_agent, t.id
       using errcode = 'BT003', hint = 'Send a message to the holder instead.';
   end if;
-  if p_answer is null or btrim(p_answer) = '' then
-    raise exception 'an answer cannot be empty' using errcode = 'BT005', hint = 'Give the holder what it asked for.';
-  end if;
+  perform baton_private.require_text(p_answer, 'an answer', 'Give the holder what it asked for.');
   if t.status <> 'input_required' then
     raise exception 'task % is %; there is no open question to answer', t.id, t.status
       using errcode = 'BT001', hint = 'Send a message instead: baton message <agent> <text> --task <task>.';
