@@ -1,5 +1,7 @@
 /** Presence, messages, operator commands, help and the protocol's wrapper scripts, through the built CLI. */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -97,6 +99,28 @@ describe('operator commands', () => {
     const result = await baton(['agent', 'list'], { SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/SUPABASE_SERVICE_ROLE_KEY is not set/);
+  });
+});
+
+describe('configuration', () => {
+  it('comes from flags, then the environment, then .env in the working folder', async () => {
+    const fromFile = await newAgent('dotenv');
+    const fromEnv = await newAgent('envvar');
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-dotenv-'));
+    try {
+      fs.writeFileSync(path.join(folder, '.env'), [
+        `SUPABASE_URL=${stack.SUPABASE_URL}`, `SUPABASE_ANON_KEY=${stack.SUPABASE_ANON_KEY}`, `BATON_AGENT_TOKEN=${fromFile.token}`,
+      ].join('\n'));
+      const viaFile = await baton(['status', 'configured by .env', '--json'], { SUPABASE_ANON_KEY: '' }, folder);
+      expect(Agent.parse(parsed(viaFile)).id).toBe(fromFile.id);
+      const viaEnv = await baton(['status', 'configured by env', '--json'], { SUPABASE_ANON_KEY: '', BATON_AGENT_TOKEN: fromEnv.token }, folder);
+      expect(Agent.parse(parsed(viaEnv)).id).toBe(fromEnv.id);
+      const badFlag = await baton(['status', 'x', '--url', 'http://127.0.0.1:9'], { SUPABASE_ANON_KEY: '' }, folder);
+      expect(badFlag.code).toBe(1);
+      expect(badFlag.stderr).toMatch(/could not reach the Baton API.*baton stack status/);
+    } finally {
+      fs.rmSync(folder, { recursive: true, force: true });
+    }
   });
 });
 

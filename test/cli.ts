@@ -11,10 +11,11 @@ export interface CliResult {
   stderr: string;
 }
 
-export function baton(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+export function baton(args: string[], env: Record<string, string | undefined> = {}, cwd?: string): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(process.execPath, [cliPath, ...args], {
       env: { ...process.env, NO_COLOR: '1', SUPABASE_URL: '', BATON_AGENT_TOKEN: '', ...env },
+      cwd,
       timeout: 120_000,
     }, (error, stdout, stderr) => {
       resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });

@@ -28,6 +28,15 @@ describe('the agent daemon', () => {
     expect(instance.peers.map((p) => p.id)).toContain(boss.id);
   });
 
+  it('claims nothing when it has no executors: it only sends work', async () => {
+    const boss = await newAgent('boss');
+    const sender = await newAgent('sender');
+    await daemon(sender);
+    const task = await boss.client.handoff({ to: sender.id, title: 'not for a sender' });
+    await sleep(2500);
+    expect((await boss.client.getTask(task.id)).status).toBe('pending');
+  });
+
   it('fails a task it has no executor for, saying what it has', async () => {
     const boss = await newAgent('boss');
     const worker = await newAgent('worker');

@@ -27,6 +27,7 @@ export interface AgentOptions {
   skillsOffered?: unknown;
   /** How many tasks it runs at once; the database refuses claims beyond it. */
   maxConcurrent?: number;
+  /** What runs tasks; an agent with none only sends work and never claims. */
   executors?: Executors;
   /** node-cron expression for claiming (default every 5 s). */
   poll?: string;
@@ -161,6 +162,8 @@ export class BatonAgent {
     }
     await this.checkClaims(false);
     await this.deliverResults();
+    // An agent without executors only sends work (and hears of results); it claims nothing.
+    if (Object.keys(this.options.executors ?? {}).length === 0) return;
     const free = (this.options.maxConcurrent ?? 4) - this.running.size;
     if (free < 1 || this.stopping) return;
     const claimed = await this.client.claimNext({ limit: free, start: true });
