@@ -25,6 +25,7 @@ async function measure(sender: BatonClient, worker: BatonClient, workerId: strin
   const claim: number[] = [];
   const roundTrip: number[] = [];
   const inbox: number[] = [];
+  const sent: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const start = performance.now();
     await sender.handoff({ to: workerId, title: `bench ${i}` });
@@ -37,9 +38,12 @@ async function measure(sender: BatonClient, worker: BatonClient, workerId: strin
       const listed = performance.now();
       await worker.listTasks({ box: 'mine', status: [...open] }); // what `baton tasks` shows
       inbox.push(performance.now() - listed);
+      const listedSent = performance.now();
+      await sender.listTasks({ box: 'sent' }); // what `baton tasks --sent` shows
+      sent.push(performance.now() - listedSent);
     }
   }
-  return { claimMedianMs: median(claim), claimP95Ms: p95(claim), roundTripMedianMs: median(roundTrip), inboxMedianMs: median(inbox) };
+  return { claimMedianMs: median(claim), claimP95Ms: p95(claim), roundTripMedianMs: median(roundTrip), inboxMedianMs: median(inbox), sentMedianMs: median(sent) };
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-bench-'));
@@ -78,7 +82,8 @@ try {
   await measure(sender, worker, 'worker'); // warm-up
   const full = await measure(sender, worker, 'worker');
   say(`${HISTORY.toLocaleString('en')} finished tasks: claim median ${full.claimMedianMs.toFixed(2)} ms (p95 ${full.claimP95Ms.toFixed(2)}), round trip median ${full.roundTripMedianMs.toFixed(2)} ms, inbox median ${full.inboxMedianMs.toFixed(2)} ms`);
-  say(`ratio (full / empty): claim ${(full.claimMedianMs / empty.claimMedianMs).toFixed(2)}, round trip ${(full.roundTripMedianMs / empty.roundTripMedianMs).toFixed(2)}, inbox ${(full.inboxMedianMs / empty.inboxMedianMs).toFixed(2)}`);
+  say(`sent listing (baton tasks --sent): median ${empty.sentMedianMs.toFixed(2)} ms empty, ${full.sentMedianMs.toFixed(2)} ms full`);
+  say(`ratio (full / empty): claim ${(full.claimMedianMs / empty.claimMedianMs).toFixed(2)}, round trip ${(full.roundTripMedianMs / empty.roundTripMedianMs).toFixed(2)}, inbox ${(full.inboxMedianMs / empty.inboxMedianMs).toFixed(2)}, sent ${(full.sentMedianMs / empty.sentMedianMs).toFixed(2)}`);
   say(JSON.stringify({ history: HISTORY, rounds: ROUNDS, empty, full, claimRatio: full.claimMedianMs / empty.claimMedianMs }));
 } finally {
   await stack.stop();

@@ -121,7 +121,8 @@ create index task_handoffs_leases_idx on public.task_handoffs (lease_expires_at)
   where status in ('claimed', 'in_progress');
 create index task_handoffs_deadlines_idx on public.task_handoffs (deadline)
   where status = 'pending' and deadline is not null;
-create index task_handoffs_from_agent_idx on public.task_handoffs (from_agent, created_at desc);
+-- A sender's tasks in the order `baton tasks --sent` lists them.
+create index task_handoffs_from_agent_idx on public.task_handoffs (from_agent, priority desc, created_at);
 create index task_handoffs_to_agent_idx on public.task_handoffs (to_agent, created_at desc);
 create index task_handoffs_parent_idx on public.task_handoffs (parent_task_id) where parent_task_id is not null;
 create index task_handoffs_root_idx on public.task_handoffs (root_task_id);
