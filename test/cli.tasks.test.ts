@@ -123,6 +123,9 @@ describe('baton task commands', async () => {
     expect(got).toHaveLength(1);
     expect(got[0]).toMatchObject({ status: 'in_progress', claimed_by: worker.id, title: 'rare job' });
     expect((await asWorker('claim')).code).toBe(2);
+    const tooMany = await asWorker('claim', '--next', '--limit', '5000');
+    expect(tooMany.code).toBe(1);
+    expect(tooMany.stderr).toMatch(/between 1 and 1000/);
     expect((await asWorker('claim', got[0]!.id, '--next')).code).toBe(2);
   });
 

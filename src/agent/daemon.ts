@@ -238,7 +238,8 @@ export class BatonAgent {
    */
   private async refuseOutputs(task: Task, err: OutputSchemaError | MissingOutputsError, log: Logger, started: number): Promise<void> {
     const problems = err instanceof OutputSchemaError ? err.problems : [{ path: '', message: err.message }];
-    const retry = !task.problems?.length && task.attempts < task.max_attempts;
+    // The database turns a retry into a final failure once attempts run out.
+    const retry = !task.problems?.length;
     await this.report(log, started, () => this.client.fail(task.id, task.claim_token, `outputs refused: ${err.message}`, { retry, problems }),
       retry ? 'outputs refused; running again with the problems' : 'outputs refused again; failed', err);
   }

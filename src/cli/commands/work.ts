@@ -4,7 +4,7 @@ import type { BatonClient } from '../../client/agent.js';
 import type { Task, TaskResult } from '../../schemas.js';
 import { agentClient, configOf } from '../context.js';
 import { ExitError, exitCodes } from '../exit.js';
-import { collectArtifact, integer, json, list, wholeNumber } from '../inputs.js';
+import { collectArtifact, integer, json, list } from '../inputs.js';
 import { emit } from '../output.js';
 import { taskLine } from '../render.js';
 
@@ -33,7 +33,7 @@ export function registerWork(program: Command): void {
     .description('claim a task (or the next one) and start it')
     .option('--next', 'claim the next task: addressed to you first, then broadcasts you can do')
     .option('-c, --capability <list>', 'with --next: only tasks requiring these capabilities', list)
-    .option('-n, --limit <n>', 'with --next: claim up to this many at once', wholeNumber(1, 1000), 1)
+    .option('-n, --limit <n>', 'with --next: claim up to this many at once', integer, 1)
     .option('--no-start', 'stop at claimed instead of starting')
     .option('--lease <seconds>', 'how long the claim holds before it may be re-queued', integer)
     .option('--fail-if-empty', 'with --next: exit 1 when there was nothing to claim')
