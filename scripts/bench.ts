@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createAdminClient, createBatonClient, startStack, type BatonClient } from '../src/index.js';
+import { createAdminClient, createBatonClient, openStatuses, startStack, type BatonClient } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
 
 const HISTORY = Number(process.env.BENCH_HISTORY ?? 1_000_000);
@@ -18,8 +18,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
 const say = (text: string) => process.stdout.write(`${text}\n`);
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
 const p95 = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length * 0.95)]!; };
-
-const open = ['pending', 'claimed', 'in_progress', 'input_required'] as const;
 
 async function measure(sender: BatonClient, worker: BatonClient, workerId: string) {
   const claim: number[] = [];
@@ -36,7 +34,7 @@ async function measure(sender: BatonClient, worker: BatonClient, workerId: strin
     roundTrip.push(performance.now() - start);
     if (i % 10 === 0) {
       const listed = performance.now();
-      await worker.listTasks({ box: 'mine', status: [...open] }); // what `baton tasks` shows
+      await worker.listTasks({ box: 'mine', status: [...openStatuses] }); // what `baton tasks` shows
       inbox.push(performance.now() - listed);
       const listedSent = performance.now();
       await sender.listTasks({ box: 'sent' }); // what `baton tasks --sent` shows

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAdminClient, createBatonClient, startStack, type LineageRow } from '../src/index.js';
+import { createAdminClient, createBatonClient, finalStatuses, startStack, type LineageRow } from '../src/index.js';
 import { bytes, lineageTree, shortId } from '../src/cli/render.js';
 import { competitorsSchema } from '../src/demo/executors.js';
 import { freePort } from '../src/stack/ports.js';
@@ -73,7 +73,7 @@ try {
   const seen = new Map<string, string>();
   let chain: LineageRow[] = [];
   const finished = (rows: LineageRow[]) =>
-    rows.length > 0 && rows.every((r) => ['completed', 'failed', 'rejected', 'cancelled'].includes(r.status))
+    rows.length > 0 && rows.every((r) => finalStatuses.includes(r.status))
     && rows.some((r) => r.title.startsWith('Audit') && r.result_status === 'success');
   while (!finished(chain)) {
     if (Date.now() - t0 > TIMEOUT_MS) throw new Error(`the chain did not finish within ${TIMEOUT_MS / 1000} s`);

@@ -10,6 +10,7 @@ export const TaskStatus = z.enum([
 ]);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 export const finalStatuses: readonly TaskStatus[] = Object.freeze(['completed', 'failed', 'rejected', 'cancelled']);
+export const openStatuses: readonly TaskStatus[] = Object.freeze(['pending', 'claimed', 'in_progress', 'input_required']);
 
 /** Mirrors the SQL enum public.task_priority, lowest first. */
 export const TaskPriority = z.enum(['low', 'medium', 'high', 'urgent']);

@@ -96,11 +96,10 @@ describe('the agent daemon', () => {
 
   it('never runs more than max_concurrent tasks at once', async () => {
     const boss = await newAgent('boss');
-    const worker = await newAgent('worker');
+    const worker = await newAgent('worker', { maxConcurrent: 2 }); // set by the operator; the daemon reads it from its row
     let now = 0;
     let peak = 0;
     await daemon(worker, {
-      maxConcurrent: 2,
       executors: { '*': async () => { now++; peak = Math.max(peak, now); await sleep(1200); now--; return 'done'; } },
     });
     const tasks = await Promise.all(Array.from({ length: 5 }, (_, i) => boss.client.handoff({ to: worker.id, title: `job ${i}` })));

@@ -64,6 +64,7 @@ export class BatonAgent {
   private readonly poll: string;
   private readonly heartbeat: string;
   private stopping = false;
+  private capacity = 1;
   private started = false;
   private polling: Promise<void> = Promise.resolve();
 
@@ -90,7 +91,7 @@ export class BatonAgent {
       cron.schedule(this.poll, () => this.pollOnce(), { noOverlap: true, name: `${this.id}-poll` }),
     );
     await this.pollOnce();
-    this.log.info({ capabilities: this.options.capabilities, maxConcurrent: this.options.maxConcurrent, poll: this.poll }, 'agent started');
+    this.log.info({ capabilities: this.options.capabilities, maxConcurrent: this.capacity, poll: this.poll }, 'agent started');
   }
 
   /** One round, for cron-driven agents: register, beat, sweep, claim what fits, run it all, report. */
@@ -129,14 +130,11 @@ export class BatonAgent {
     this.log.info('agent stopped');
   }
 
-  /** Runs a poll now rather than at the next scheduled one. */
-  async pollNow(): Promise<void> {
-    await this.pollOnce();
-  }
-
+  /** Writes the agent's own row; its max_concurrent (set here or by an operator) is the capacity. */
   private async register(): Promise<void> {
     const { displayName, capabilities, skillsOffered, maxConcurrent } = this.options;
-    await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent });
+    const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent });
+    this.capacity = row.max_concurrent;
   }
 
   private async beat(): Promise<void> {
@@ -164,7 +162,7 @@ export class BatonAgent {
     await this.deliverResults();
     // An agent without executors only sends work (and hears of results); it claims nothing.
     if (Object.keys(this.options.executors ?? {}).length === 0) return;
-    const free = (this.options.maxConcurrent ?? 4) - this.running.size;
+    const free = this.capacity - this.running.size;
     if (free < 1 || this.stopping) return;
     const claimed = await this.client.claimNext({ limit: free, start: true });
     for (const task of claimed) this.launch(task);

@@ -15,7 +15,7 @@ import { paint } from './output.js';
 
 const { version } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string };
 
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command('baton')
     .description('Hand work between AI agents through a Supabase (Postgres) project.')
     .version(version)

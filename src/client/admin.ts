@@ -45,7 +45,7 @@ export class AdminClient {
       p_display_name: agent.displayName ?? null,
       p_capabilities: agent.capabilities ?? [],
       p_skills_offered: agent.skillsOffered ?? [],
-      p_max_concurrent: agent.maxConcurrent ?? 4,
+      p_max_concurrent: agent.maxConcurrent ?? null,
       p_token_expires_at: agent.tokenExpiresAt?.toISOString() ?? null,
     }), Registered);
     const token = await mintAgentToken(secret, {

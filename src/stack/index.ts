@@ -79,5 +79,4 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
   }
 }
 
-export { StackError } from './paths.js';
-export { readRuntime, readSecrets, stackEnv, type StackEnv } from './state.js';
+export type { StackEnv } from './state.js';

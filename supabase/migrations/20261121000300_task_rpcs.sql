@@ -95,7 +95,7 @@ $$;
 create function baton_private.retry_delay(attempt integer) returns interval
 language sql volatile set search_path = ''
 as $$
-  select least(s.retry_base_delay * power(2, greatest(attempt - 1, 0))::numeric::float8, s.retry_max_delay) * (0.75 + random() * 0.5)
+  select least(s.retry_base_delay * power(2, greatest(attempt - 1, 0)), s.retry_max_delay) * (0.75 + random() * 0.5)
   from public.baton_settings s where s.id
 $$;
 

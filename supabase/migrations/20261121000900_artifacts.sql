@@ -80,10 +80,8 @@ declare
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
   a public.task_artifacts;
 begin
-  if t.claimed_by is distinct from me or t.status not in ('claimed', 'in_progress', 'input_required') then
-    raise exception 'only the holder of task % can attach artifacts to it (it is %)', t.id, t.status
-      using errcode = 'BT003', hint = 'Claim the task first; a final task''s artifacts cannot change.';
-  end if;
+  -- Any process of the holding agent may attach; the claim token fences outcomes, not outputs.
+  perform baton_private.check_holder(t, me, t.claim_token);
   insert into public.task_artifacts (task_id, name, media_type, content, uri, sha256, size_bytes, producer)
   values (t.id, p_name, coalesce(p_media_type, 'application/octet-stream'), p_content, p_uri, p_sha256, p_size_bytes, me)
   on conflict (task_id, name) do update
@@ -131,13 +129,8 @@ declare
   t public.task_handoffs := baton_private.visible_task(p_task_id, me);
 begin
   return query
-    with recursive chain (id, parent_id) as (
-      select p.id, p.parent_task_id from public.task_handoffs p where p.id = t.parent_task_id
-      union all
-      select p.id, p.parent_task_id from public.task_handoffs p join chain c on p.id = c.parent_id
-    )
     select a.* from public.task_artifacts a
-    where a.task_id in (select id from chain)
+    where a.task_id in (select c.id from baton_private.ancestor_ids(t.id) c)
        or exists (
          select from jsonb_array_elements(t.input_artifacts) i
          where (i ->> 'task_id')::uuid = a.task_id and i ->> 'name' = a.name

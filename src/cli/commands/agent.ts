@@ -5,7 +5,7 @@ import { expiresIn, list } from '../inputs.js';
 import { ago, emit, fields, table } from '../output.js';
 import { registerDaemon } from './daemon.js';
 
-export function agentDetail(agent: Agent): string {
+function agentDetail(agent: Agent): string {
   return fields([
     ['id', agent.id],
     ['display name', agent.display_name],

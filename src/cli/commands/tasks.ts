@@ -1,6 +1,6 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { ExpectedOutput, HandoffInput, JsonObject, TaskStatus } from '../../schemas.js';
+import { openStatuses, type ExpectedOutput, type HandoffInput, type JsonObject, type TaskStatus } from '../../schemas.js';
 import { agentClient, configOf } from '../context.js';
 import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
 import { usageError } from '../exit.js';
@@ -109,8 +109,7 @@ Example:
     .action(async (opts: { mine?: boolean; sent?: boolean; pending?: boolean; all?: boolean; status?: TaskStatus[]; limit: number }, command: Command) => {
       const config = configOf(command);
       const box = opts.all ? 'all' : opts.sent ? 'sent' : opts.pending ? 'pending' : 'mine';
-      const open: TaskStatus[] = ['pending', 'claimed', 'in_progress', 'input_required'];
-      const status = opts.status ?? (box === 'mine' ? open : undefined);
+      const status = opts.status ?? (box === 'mine' ? [...openStatuses] : undefined);
       const tasks = await agentClient(config).listTasks({ box, status, limit: opts.limit });
       emit(config, tasks, taskTable);
     });
