@@ -21,6 +21,8 @@ export interface BatonConfig {
   jwtSecret?: string;
   /** The acting agent's token (from `baton agent create`). */
   agentToken?: string;
+  /** The agent the caller expects to act as (the protocol's AGENT_ID); checked against the token. */
+  agentId?: string;
   databaseUrl?: string;
   /** Where the embedded stack keeps its data, secrets and logs. */
   stackDir: string;
@@ -30,17 +32,19 @@ export interface BatonConfig {
 
 export type ConfigFlags = Partial<BatonConfig>;
 
+/** Where each setting is read from, first found wins; the MC_* names are the protocol's scripts'. */
 const envNames = {
-  url: 'SUPABASE_URL',
-  anonKey: 'SUPABASE_ANON_KEY',
-  serviceRoleKey: 'SUPABASE_SERVICE_ROLE_KEY',
-  jwtSecret: 'SUPABASE_JWT_SECRET',
-  agentToken: 'BATON_AGENT_TOKEN',
-  databaseUrl: 'DATABASE_URL',
-  stackDir: 'BATON_STACK_DIR',
-  apiPort: 'BATON_API_PORT',
-  dbPort: 'BATON_DB_PORT',
-} as const satisfies Record<keyof BatonConfig, string>;
+  url: ['SUPABASE_URL', 'MC_SUPABASE_URL'],
+  anonKey: ['SUPABASE_ANON_KEY', 'MC_ANON_KEY'],
+  serviceRoleKey: ['SUPABASE_SERVICE_ROLE_KEY', 'MC_SERVICE_KEY'],
+  jwtSecret: ['SUPABASE_JWT_SECRET'],
+  agentToken: ['BATON_AGENT_TOKEN', 'MC_AGENT_TOKEN'],
+  agentId: ['BATON_AGENT_ID', 'AGENT_ID', 'MC_AGENT_ID'],
+  databaseUrl: ['DATABASE_URL'],
+  stackDir: ['BATON_STACK_DIR'],
+  apiPort: ['BATON_API_PORT'],
+  dbPort: ['BATON_DB_PORT'],
+} as const satisfies Record<keyof BatonConfig, readonly string[]>;
 
 function readDotenv(cwd: string): Record<string, string> {
   const file = path.join(cwd, '.env');
@@ -67,8 +71,8 @@ export function loadConfig(
   const pick = (key: keyof BatonConfig): string | undefined => {
     const flag = flags[key];
     if (flag !== undefined && flag !== '') return String(flag);
-    const name = envNames[key];
-    return env[name] || fromFile[name] || undefined;
+    const names = envNames[key];
+    return names.map((name) => env[name]).find(Boolean) || names.map((name) => fromFile[name]).find(Boolean) || undefined;
   };
   return {
     url: pick('url')?.replace(/\/+$/, ''),
@@ -76,6 +80,7 @@ export function loadConfig(
     serviceRoleKey: pick('serviceRoleKey'),
     jwtSecret: pick('jwtSecret'),
     agentToken: pick('agentToken'),
+    agentId: pick('agentId'),
     databaseUrl: pick('databaseUrl'),
     stackDir: path.resolve(cwd, pick('stackDir') ?? defaults.stackDir),
     apiPort: port(pick('apiPort'), 'the API port (--api-port, BATON_API_PORT)', defaults.apiPort),

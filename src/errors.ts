@@ -113,15 +113,35 @@ const foreignHints: Record<string, string> = {
   PGRST303: 'The token has expired; ask an operator for a new one: baton agent token <id>.',
 };
 
-/** Maps a PostgREST error (as supabase-js returns it) to a typed Baton error. */
-export function toBatonError(error: { code?: string; message: string; details?: string | null; hint?: string | null }): BatonError {
+/**
+ * Maps a PostgREST error (as supabase-js returns it) to a typed Baton error. An error without a code
+ * never came from the database: the API could not be reached, or its gateway refused the API key.
+ */
+export function toBatonError(
+  error: { code?: string; message: string; details?: string | null; hint?: string | null },
+  { status, url }: { status?: number; url?: string } = {},
+): BatonError {
   if (!error.code) {
-    // postgrest-js reports a failed fetch with an empty code.
+    const where = url ?? 'the Baton API';
+    const said = error.message || (status ? `HTTP ${status}` : 'no answer');
+    if (status === 401 || status === 403) {
+      return new UnauthorizedError({
+        code: 'API_KEY',
+        message: `${where} refused the API key: ${said}`,
+        details: error.details ?? null,
+        hint: 'Check SUPABASE_ANON_KEY (agents) or SUPABASE_SERVICE_ROLE_KEY (operator commands); baton stack env prints the local stack\'s keys.',
+      });
+    }
+    // postgrest-js reports a failed fetch with an empty code and status 0.
     return new ConnectionError({
       code: 'CONNECTION',
-      message: `could not reach the Baton API: ${error.message}`,
+      message: status
+        ? `${where} answered HTTP ${status}${error.message ? ` (${error.message})` : ''}, not as a Baton API`
+        : `could not reach ${where}: ${said.replace(/^TypeError: /, '')}`,
       details: error.details ?? null,
-      hint: 'Check SUPABASE_URL, and that the stack is running: baton stack status.',
+      hint: status
+        ? 'Set SUPABASE_URL to the project URL itself (e.g. https://<ref>.supabase.co or http://127.0.0.1:54321), without /rest/v1.'
+        : 'Check SUPABASE_URL (or --url), and that the project is up; for the local stack: baton stack status.',
     });
   }
   const code = error.code;

@@ -62,6 +62,8 @@ export const Agent = z.object({
   last_heartbeat: timestamp.nullable(),
   status_message: z.string().nullable(),
   max_concurrent: z.number().int(),
+  /** How often the agent wakes, as Postgres prints an interval (e.g. "00:15:00"); null if never said. */
+  poll_interval: z.string().nullable(),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -223,7 +225,6 @@ export const ClaimCheck = z.object({
 export type ClaimCheck = z.infer<typeof ClaimCheck>;
 
 export const SweepReport = z.object({
-  requeued_silent: z.number().int(),
   requeued_unstarted: z.number().int(),
   requeued_expired: z.number().int(),
   dead_lettered: z.number().int(),
@@ -246,6 +247,8 @@ export const AgentProfile = z.object({
   skillsOffered: Json.optional(),
   commsEndpoint: z.string().nullable().optional(),
   maxConcurrent: z.number().int().optional(),
+  /** How often the agent wakes, in seconds; its claims survive two missed wake-ups. */
+  pollIntervalSeconds: z.number().positive().optional(),
 });
 export type AgentProfile = z.input<typeof AgentProfile>;
 

@@ -3,9 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { RetryableError } from '../src/agent/executors.js';
 import type { Task } from '../src/schemas.js';
 import { daemon, eventually } from './daemon-helpers.js';
-import { database, newAgent } from './helpers.js';
+import { database, newAgent, uniqueId } from './helpers.js';
 
 const db = database();
+
+/** The holder went quiet an hour ago and the leases of these tasks ran out: their claims have lapsed. */
+async function goQuiet(agentId: string, taskIds: string[]): Promise<void> {
+  await db.query(`update agents set last_heartbeat = now() - interval '1 hour' where id = $1`, [agentId]);
+  await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = any($1)`, [taskIds]);
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('the agent daemon', () => {
@@ -37,13 +43,45 @@ describe('the agent daemon', () => {
     expect((await boss.client.getTask(task.id)).status).toBe('pending');
   });
 
-  it('fails a task it has no executor for, saying what it has', async () => {
+  it('rejects a task addressed to it that it has no executor for, naming the missing one, without using an attempt', async () => {
     const boss = await newAgent('boss');
     const worker = await newAgent('worker');
-    await daemon(worker, { executors: { known: () => 'ok' } });
-    const task = await boss.client.handoff({ to: worker.id, title: 'mystery', payload: { task_type: 'unknown' } });
-    const failed = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'failed' && t; });
-    expect(failed.status_reason).toMatch(/no executor for task_type "unknown".*it has: known/);
+    const { lines } = await daemon(worker, { executors: { code: () => 'ok', review: () => 'ok' } });
+    const task = await boss.client.handoff({ to: worker.id, title: 'mystery', payload: { task_type: 'development' } });
+    const rejected = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'rejected' && t; });
+    expect(rejected.status_reason).toMatch(/no executor for task_type "development" \(its executors: code, review;/);
+    expect(rejected.attempts).toBe(0);
+    expect((await boss.client.events(task.id)).map((e) => e.to_status)).not.toContain('failed');
+    const [result] = await boss.client.messages({ taskId: task.id, kind: 'result' });
+    expect(result!.body).toMatchObject({ status: 'rejected' });
+    expect(lines.find((l) => String(l.msg).startsWith('declined'))).toMatchObject({ taskId: task.id, reason: rejected.status_reason });
+  });
+
+  it('leaves a broadcast it cannot run for a capable peer and never claims it again', async () => {
+    const capability = uniqueId('routing');
+    const boss = await newAgent('boss');
+    const generalist = await newAgent('generalist', { capabilities: [capability] });
+    const specialist = await newAgent('specialist', { capabilities: [capability] });
+    const { lines } = await daemon(generalist, { executors: { code: () => 'ok' } });
+    const task = await boss.client.broadcast({ title: 'needs a designer', requiredCapabilities: [capability], payload: { task_type: 'design' } });
+    await eventually(async () => lines.some((l) => l.taskId === task.id && String(l.msg).startsWith('declined')), 10_000, 'the decline');
+    await sleep(2500);
+    const waiting = await boss.client.getTask(task.id);
+    expect(waiting).toMatchObject({ status: 'pending', attempts: 0, claimed_by: null });
+    expect(lines.filter((l) => l.taskId === task.id && l.msg === 'claimed')).toHaveLength(1);
+    await daemon(specialist, { executors: { design: () => 'drawn' } });
+    const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; });
+    expect(done).toMatchObject({ claimed_by: specialist.id, attempts: 1, result: { summary: 'drawn' } });
+  });
+
+  it('says why in every failure it logs', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const { lines } = await daemon(worker, { executors: { '*': () => { throw new Error('disk full'); } } });
+    const task = await boss.client.handoff({ to: worker.id, title: 'doomed', maxAttempts: 1 });
+    await eventually(async () => (await boss.client.getTask(task.id)).status === 'failed');
+    const failed = await eventually(async () => lines.find((l) => l.taskId === task.id && l.msg === 'failed'), 5000, 'the failure log line');
+    expect(failed).toMatchObject({ reason: 'disk full', status: 'failed' });
   });
 
   it('retries a retryable failure with growing backoff, then dead-letters it', async () => {
@@ -154,9 +192,10 @@ describe('the agent daemon', () => {
     let release!: () => void;
     const held = new Promise<void>((r) => { release = r; });
     const task = await boss.client.broadcast({ title: 'fenced', requiredCapabilities: ['fence'], leaseSeconds: 5 });
-    // Claims once at start and never renews (its schedules are yearly), then finishes late.
+    // Claims once at start and is never heard from again (its schedules are yearly, though it says it
+    // wakes every second), then finishes late.
     const { instance, lines } = await daemon(slowpoke, {
-      poll: '0 0 1 1 *', heartbeat: '0 0 1 1 *',
+      poll: '0 0 1 1 *', heartbeat: '0 0 1 1 *', everySeconds: 1,
       executors: { '*': async () => { await held; return { status: 'success', summary: 'late' }; } },
     });
     expect(instance.runningTasks.map((t) => t.id)).toEqual([task.id]);
@@ -170,17 +209,29 @@ describe('the agent daemon', () => {
 });
 
 describe('the sweep', () => {
-  it('re-queues the claims of a holder that went silent, without counting the attempt', async () => {
+  it('re-queues the unstarted claim of a holder gone quiet past its lease, without counting the attempt', async () => {
     const boss = await newAgent('boss');
     const ghost = await newAgent('ghost');
     await ghost.client.heartbeat('about to vanish');
     const task = await boss.client.handoff({ to: ghost.id, title: 'orphaned' });
-    await ghost.client.claim(task.id, { start: true });
-    await db.query(`update agents set last_heartbeat = now() - interval '1 hour' where id = $1`, [ghost.id]);
+    await ghost.client.claim(task.id);
+    await goQuiet(ghost.id, [task.id]);
     const report = await boss.client.sweep();
-    expect(report.requeued_silent).toBeGreaterThanOrEqual(1);
-    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'pending', attempts: 0, claimed_by: null, status_reason: `holder ${ghost.id} went silent` });
-    expect((await boss.client.events(task.id)).at(-1)).toMatchObject({ actor: 'sweep', note: 'holder went silent; re-queued' });
+    expect(report.requeued_unstarted).toBeGreaterThanOrEqual(1);
+    const requeued = await boss.client.getTask(task.id);
+    expect(requeued).toMatchObject({ status: 'pending', attempts: 0, claimed_by: null });
+    expect(requeued.status_reason).toMatch(new RegExp(`^holder ${ghost.id} unheard since \\S+ \\(lease 00:05:00\\); not started$`));
+    expect((await boss.client.events(task.id)).at(-1)).toMatchObject({ actor: 'sweep', note: 'claim lapsed before the work started; re-queued' });
+  });
+
+  it('keeps a claim whose lease ran out while its holder is still heard from', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const task = await boss.client.handoff({ to: worker.id, title: 'still at it', leaseSeconds: 5 });
+    await worker.client.claim(task.id, { start: true });
+    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = $1`, [task.id]);
+    await boss.client.sweep();
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'in_progress', claimed_by: worker.id });
   });
 
   it('keeps the claim of a task waiting for input, and restarts its lease when answered', async () => {
@@ -214,13 +265,17 @@ describe('the sweep', () => {
     const worker = await newAgent('worker');
     const task = await boss.client.handoff({ to: worker.id, title: 'dropped', maxAttempts: 2, leaseSeconds: 5 });
     await worker.client.claim(task.id, { start: true });
-    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = $1`, [task.id]);
+    await goQuiet(worker.id, [task.id]);
     await boss.client.sweep();
-    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'pending', attempts: 1, status_reason: 'lease expired on attempt 1 of 2' });
+    const requeued = await boss.client.getTask(task.id);
+    expect(requeued).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(requeued.status_reason).toMatch(new RegExp(`^holder ${worker.id} unheard since .* \\(lease 00:00:05\\); re-queued after attempt 1 of 2$`));
     await worker.client.claim(task.id, { start: true });
-    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = $1`, [task.id]);
+    await goQuiet(worker.id, [task.id]);
     await boss.client.sweep();
-    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'failed', attempts: 2, status_reason: 'lease expired on the last attempt (2 of 2)' });
+    const dead = await boss.client.getTask(task.id);
+    expect(dead).toMatchObject({ status: 'failed', attempts: 2 });
+    expect(dead.status_reason).toMatch(/; failed on the last attempt \(2 of 2\)$/);
   });
 
   it('is safe to run from many callers at once', async () => {
@@ -228,7 +283,7 @@ describe('the sweep', () => {
     const worker = await newAgent('worker', { maxConcurrent: 20 });
     const tasks = await Promise.all(Array.from({ length: 10 }, (_, i) => boss.client.handoff({ to: worker.id, title: `t${i}`, maxAttempts: 5 })));
     await worker.client.claimNext({ limit: 10, start: true });
-    await db.query(`update task_handoffs set lease_expires_at = now() - interval '1 second' where id = any($1)`, [tasks.map((t) => t.id)]);
+    await goQuiet(worker.id, tasks.map((t) => t.id));
     await Promise.all(Array.from({ length: 6 }, () => boss.client.sweep()));
     for (const task of tasks) {
       const events = await boss.client.events(task.id);

@@ -1,3 +1,3 @@
 #!/bin/sh
-# broadcast.sh <task> [capability] [priority] — any agent with the capability may claim it
-exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" broadcast "$1" ${2:+--capability "$2"} ${3:+--priority "$3"}
+# broadcast.sh <task> [priority]: any agent may claim it
+exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" protocol broadcast -- "$@"

@@ -1,3 +1,3 @@
 #!/bin/sh
-# discover.sh [capability] — online agents, optionally only those with a capability
-exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" discover ${1:+--capability "$1"}
+# discover.sh [active_filter] [capability]: active agents (default) or all, as "<agent> - <capabilities> | <channel>"
+exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" protocol discover -- "$@"

@@ -1,3 +1,3 @@
 #!/bin/sh
 # fail.sh <task_id> <error>
-exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" fail "$1" "$2"
+exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" protocol fail -- "$@"

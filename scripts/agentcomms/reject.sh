@@ -1,3 +1,3 @@
 #!/bin/sh
 # reject.sh <task_id> <reason>
-exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" reject "$1" "$2"
+exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" protocol reject -- "$@"

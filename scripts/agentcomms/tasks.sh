@@ -1,3 +1,3 @@
 #!/bin/sh
 # tasks.sh [--mine|--pending|--all]
-exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" tasks "${1:---mine}"
+exec "${BATON_BIN:-$(dirname "$0")/../../dist/cli/index.js}" protocol tasks "$@"

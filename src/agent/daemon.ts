@@ -15,7 +15,7 @@ import type { AgentPresence, Message, Task } from '../schemas.js';
 import {
   RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
 } from './executors.js';
-import { agentDefaults, checkSchedule } from './options.js';
+import { agentDefaults, checkSchedule, schedulePeriodSeconds } from './options.js';
 
 export interface AgentOptions {
   url: string;
@@ -33,6 +33,12 @@ export interface AgentOptions {
   poll?: string;
   /** node-cron expression for heartbeats, lease renewal and peers (default every 30 s). */
   heartbeat?: string;
+  /**
+   * How often the agent is sure to wake, in seconds: its claims survive two missed wake-ups. Defaults to
+   * the longest gap of its poll or heartbeat schedule, whichever runs more often; set it for `tick` from
+   * system cron (e.g. 900 for every 15 minutes).
+   */
+  everySeconds?: number;
   /** On stop, how long running tasks may finish before they are released. */
   graceSeconds?: number;
   /** Run the sweep on every poll (default true). */
@@ -49,6 +55,9 @@ interface Running {
 }
 
 const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
+
+/** The longest rhythm the database accepts (baton_private.tg_agents__heard_from). */
+const maxEverySeconds = 7 * 86_400;
 
 export function createAgent(options: AgentOptions): BatonAgent {
   return new BatonAgent(options);
@@ -116,7 +125,7 @@ export class BatonAgent {
     const all = () => Promise.allSettled([...this.running.values()].map((r) => r.done));
     if (this.running.size > 0) {
       this.log.info({ running: this.running.size, graceSeconds }, 'waiting for running tasks');
-      await Promise.race([all(), sleep(graceSeconds * 1000)]);
+      await settledWithin(all(), graceSeconds * 1000);
     }
     for (const { task, controller } of [...this.running.values()]) {
       controller.abort(new Error('the agent is shutting down'));
@@ -125,7 +134,7 @@ export class BatonAgent {
         (err: unknown) => this.log.warn({ taskId: task.id, err }, 'could not release on shutdown'),
       );
     }
-    await Promise.race([all(), sleep(2000)]);
+    await settledWithin(all(), 2000);
     await this.client.heartbeat(undefined, { active: false }).catch((err: unknown) => this.log.warn({ err }, 'could not mark inactive'));
     this.log.info('agent stopped');
   }
@@ -133,7 +142,9 @@ export class BatonAgent {
   /** Writes the agent's own row; its max_concurrent (set here or by an operator) is the capacity. */
   private async register(): Promise<void> {
     const { displayName, capabilities, skillsOffered, maxConcurrent } = this.options;
-    const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent });
+    const pollIntervalSeconds = this.options.everySeconds
+      ?? Math.min(schedulePeriodSeconds(this.poll), schedulePeriodSeconds(this.heartbeat), maxEverySeconds);
+    const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent, pollIntervalSeconds });
     this.capacity = row.max_concurrent;
   }
 
@@ -208,9 +219,10 @@ export class BatonAgent {
     log.info({ title: task.title, from: task.from_agent }, 'claimed');
     const chosen = selectExecutor(this.options.executors ?? {}, task);
     if (!chosen) {
-      const known = Object.keys(this.options.executors ?? {}).join(', ') || 'none';
-      await this.report(log, started, () => this.client.fail(task.id, task.claim_token,
-        `agent ${this.id} has no executor for task_type "${String(task.payload.task_type ?? '')}" or capabilities [${task.required_capabilities.join(', ')}] (it has: ${known})`), 'failed');
+      // Not this agent's kind of work: rejected if addressed to it, else left for a capable peer.
+      const reason = noExecutorReason(this.id, task, this.options.executors ?? {});
+      await this.report(log, started, () => this.client.decline(task.id, task.claim_token, reason),
+        task.to_agent === this.id ? 'declined: rejected, no executor' : 'declined: left for another agent, no executor', undefined, reason);
       return;
     }
     try {
@@ -246,10 +258,13 @@ export class BatonAgent {
    * Reports an outcome and returns the task as it now stands. A refusal because the claim was lost
    * (fencing) is logged, not thrown; a refusal of the outputs is thrown for the refusal policy.
    */
-  private async report(log: Logger, started: number, call: () => Promise<Task>, what: string, err?: unknown): Promise<Task | undefined> {
+  private async report(log: Logger, started: number, call: () => Promise<Task>, what: string, err?: unknown, why?: string): Promise<Task | undefined> {
     try {
       const task = await call();
-      log.info({ ms: Date.now() - started, status: task.status, ...(err ? { err } : {}) }, what);
+      const reason = why ?? (err instanceof Error ? err.message : err === undefined ? undefined : String(err));
+      const line = { ms: Date.now() - started, status: task.status, ...(reason ? { reason } : {}), ...(err ? { err } : {}) };
+      if (err || why) log.warn(line, what);
+      else log.info(line, what);
       return task;
     } catch (refusal) {
       if (refusal instanceof MissingOutputsError) throw refusal;
@@ -310,4 +325,22 @@ export class BatonAgent {
   private executorEnv(): Record<string, string> {
     return { SUPABASE_URL: this.options.url, SUPABASE_ANON_KEY: this.options.anonKey, BATON_AGENT_TOKEN: this.options.token };
   }
+}
+
+/** Waits for `work` to settle, at most `ms`, leaving no timer behind to keep the process alive. */
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  const timer = new AbortController();
+  await Promise.race([work, sleep(ms, undefined, { signal: timer.signal }).catch(() => undefined)]);
+  timer.abort();
+}
+
+/** Why an agent cannot run a task, naming what it would need. */
+function noExecutorReason(agentId: string, task: Task, executors: Executors): string {
+  const taskType = typeof task.payload.task_type === 'string' ? task.payload.task_type : undefined;
+  const wanted = [
+    ...(taskType ? [`task_type "${taskType}"`] : []),
+    ...(task.required_capabilities.length ? [`capabilities [${task.required_capabilities.join(', ')}]`] : []),
+  ];
+  const known = Object.keys(executors).join(', ') || 'none';
+  return `agent ${agentId} has no executor for ${wanted.join(' or ') || 'a task without task_type'} (its executors: ${known}; add one, or a "*" executor)`;
 }

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { ConfigError } from '../config.js';
+import { durationExample, parseDuration } from '../durations.js';
 import type { Executor, Executors } from './executors.js';
 
 export const agentDefaults = Object.freeze({
@@ -16,6 +17,12 @@ export const agentDefaults = Object.freeze({
 
 const schedule = z.string().refine((expr) => cron.validate(expr), {
   error: 'must be a cron expression, e.g. */5 * * * * * (every 5 s) or */15 * * * * (every 15 min)',
+});
+
+const every = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const seconds = parseDuration(value);
+  if (seconds === undefined) ctx.addIssue({ code: 'custom', message: `must be a duration, ${durationExample}` });
+  return seconds ?? 0;
 });
 
 const ShellExecutorSpec = z.strictObject({
@@ -30,6 +37,23 @@ const ModuleExecutorSpec = z.strictObject({
   export: z.string().default('default'),
 });
 
+type ExecutorSpec = z.infer<typeof ShellExecutorSpec> | z.infer<typeof ModuleExecutorSpec>;
+
+/** A shell or module executor, told apart by its key, so that a mistake names the field. */
+const ExecutorSpec = z.unknown().transform((value, ctx): ExecutorSpec => {
+  const kind = typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? ('command' in value ? ShellExecutorSpec : 'module' in value ? ModuleExecutorSpec : undefined)
+    : undefined;
+  if (!kind) {
+    ctx.addIssue({ code: 'custom', message: 'needs "command" (a shell command that reads the task as JSON on stdin) or "module" (a JS module exporting a handler)' });
+    return z.NEVER;
+  }
+  const parsed = kind.safeParse(value);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  return z.NEVER;
+});
+
 export const AgentFileConfig = z.strictObject({
   displayName: z.string().optional(),
   capabilities: z.array(z.string()).optional(),
@@ -37,9 +61,11 @@ export const AgentFileConfig = z.strictObject({
   maxConcurrent: z.number().int().optional(),
   poll: schedule.optional(),
   heartbeat: schedule.optional(),
+  /** How often the agent wakes (tick from system cron): 15m, 900, ... */
+  every: every.optional(),
   graceSeconds: z.number().nonnegative().optional(),
   sweep: z.boolean().optional(),
-  executors: z.record(z.string(), z.union([ShellExecutorSpec, ModuleExecutorSpec])).optional(),
+  executors: z.record(z.string(), ExecutorSpec).optional(),
 });
 export type AgentFileConfig = z.infer<typeof AgentFileConfig>;
 
@@ -71,6 +97,21 @@ export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig,
     executors[name] = handler as Executor;
   }
   return { ...rest, executors };
+}
+
+/**
+ * The longest gap between runs of a cron expression, in seconds, over its next few runs: how often an
+ * agent on that schedule is sure to be heard from.
+ */
+export function schedulePeriodSeconds(expr: string): number {
+  const task = cron.createTask(expr, () => undefined);
+  try {
+    const runs = task.getNextRuns(6).map((d) => d.getTime());
+    const gaps = runs.slice(1).map((t, i) => (t - runs[i]!) / 1000);
+    return Math.max(1, ...gaps);
+  } finally {
+    void task.destroy();
+  }
 }
 
 export function checkSchedule(expr: string, what: string): string {

@@ -55,18 +55,38 @@ function endpoint(config: BatonConfig): Endpoint {
   );
 }
 
-/** Where and as whom an agent acts. */
+/**
+ * Where and as whom an agent acts. The API key is only the gateway's ticket: the agent's token decides
+ * who acts, so the protocol's shared MC_SERVICE_KEY may stand in for a missing anon key.
+ */
 export function agentEndpoint(config: BatonConfig): { url: string; anonKey: string; token: string } {
-  const { url, anonKey } = endpoint(config);
-  if (!anonKey) throw usageError('SUPABASE_ANON_KEY is not set', 'Set it to the project\'s anon key (baton stack env prints the local one).');
+  const { url, anonKey, serviceRoleKey } = endpoint(config);
+  const apiKey = anonKey ?? serviceRoleKey;
+  if (!apiKey) throw usageError('SUPABASE_ANON_KEY is not set', 'Set it to the project\'s anon key (baton stack env prints the local one).');
   if (!config.agentToken) {
     throw usageError('BATON_AGENT_TOKEN is not set', 'Set it to the token printed by `baton agent create <id>`.');
   }
-  return { url, anonKey, token: config.agentToken };
+  return { url, anonKey: apiKey, token: config.agentToken };
 }
 
 export function agentClient(config: BatonConfig): BatonClient {
-  return createBatonClient(agentEndpoint(config));
+  const client = createBatonClient(agentEndpoint(config));
+  if (config.agentId && config.agentId !== client.agentId) {
+    throw usageError(
+      `AGENT_ID says "${config.agentId}", but BATON_AGENT_TOKEN is agent "${client.agentId}"'s token`,
+      'Set BATON_AGENT_TOKEN to this agent\'s own token, or fix AGENT_ID (BATON_AGENT_ID): the token decides who acts.',
+    );
+  }
+  return client;
+}
+
+/**
+ * A read that also counts as the agent's heartbeat: reads run in read-only transactions, in which the
+ * database cannot record one, so a beat goes along with it.
+ */
+export async function withBeat<T>(client: BatonClient, read: Promise<T>): Promise<T> {
+  const [value] = await Promise.all([read, client.heartbeat()]);
+  return value;
 }
 
 export function adminClient(config: BatonConfig): AdminClient {

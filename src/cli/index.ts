@@ -7,6 +7,7 @@ import { registerAgent } from './commands/agent.js';
 import { registerArtifacts } from './commands/artifacts.js';
 import { registerMessages } from './commands/messages.js';
 import { registerPresence } from './commands/presence.js';
+import { registerProtocol } from './commands/protocol.js';
 import { registerStack } from './commands/stack.js';
 import { registerTasks } from './commands/tasks.js';
 import { registerWork } from './commands/work.js';
@@ -15,7 +16,15 @@ import { paint } from './output.js';
 
 const { version } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string };
 
-function buildProgram(): Command {
+/** With --json, errors are one JSON document on stderr, usage errors included. */
+const wantsJson = (argv: string[]) => argv.includes('--json');
+
+function errorLine(argv: string[], message: string, hint: string | null | undefined, code: string | null = null): string {
+  if (wantsJson(argv)) return `${JSON.stringify({ error: { code, message, hint: hint ?? null } })}\n`;
+  return `${paint('red', 'error:')} ${message}${hint ? ` — ${hint}` : ''}\n`;
+}
+
+function buildProgram(argv: string[]): Command {
   const program = new Command('baton')
     .description('Hand work between AI agents through a Supabase (Postgres) project.')
     .version(version)
@@ -25,8 +34,8 @@ function buildProgram(): Command {
     .option('--api-port <port>', 'the local stack API port (default: BATON_API_PORT, else 54321)')
     .option('--db-port <port>', 'the local stack database port (default: BATON_DB_PORT, else 54322)')
     .configureOutput({
-      // One line per error, like every other error the CLI reports.
-      outputError: (text, write) => write(`${text.trim().replace(/\s*\n\s*/g, ' ')} (see --help)\n`),
+      // One line per error (one JSON document with --json), like every other error the CLI reports.
+      outputError: (text, write) => write(errorLine(argv, text.trim().replace(/^error:\s*/, '').replace(/\s*\n\s*/g, ' '), 'see --help', 'USAGE')),
     })
     .addHelpText('after', `
 Configuration comes from flags, then the environment, then .env in the current folder:
@@ -48,12 +57,13 @@ Example:
   registerMessages(program);
   registerAgent(program);
   registerStack(program);
+  registerProtocol(program);
   return program;
 }
 
 async function main(argv: string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync(argv);
+    await buildProgram(argv).parseAsync(argv);
     return exitCodes.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -61,14 +71,15 @@ async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? exitCodes.ok : exitCodes.usage;
     }
     const exit = toExitError(err);
-    const json = argv.includes('--json');
-    if (json) {
-      process.stderr.write(`${JSON.stringify({ error: { code: exit.code ?? null, message: exit.message, hint: exit.hint ?? null } })}\n`);
-    } else {
-      process.stderr.write(`${paint('red', 'error:')} ${exit.message}${exit.hint ? ` — ${exit.hint}` : ''}\n`);
-    }
+    process.stderr.write(errorLine(argv, exit.message, exit.hint, exit.code ?? null));
     return exit.exitCode;
   }
 }
+
+// A reader that stops early (baton --help | head -1) is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
 
 process.exitCode = await main(process.argv);

@@ -1,6 +1,7 @@
 /** Parsing of command-line values; a malformed value is a usage error (exit 2) that names the option. */
 import fs from 'node:fs';
 import { InvalidArgumentError } from 'commander';
+import { durationExample, parseDuration } from '../durations.js';
 import type { ExpectedOutput } from '../schemas.js';
 
 /** Collects repeatable, comma-separated values: `-c a,b -c c` gives [a, b, c]. */
@@ -38,6 +39,13 @@ export function expiresIn(value: string): Date {
   const match = /^(\d+)([mhd])$/.exec(value);
   if (!match) throw new InvalidArgumentError('expected a duration such as 30m, 12h or 90d.');
   return new Date(Date.now() + Number(match[1]) * units[match[2] as keyof typeof units]);
+}
+
+/** How often something happens: 90s, 15m, 2h, 1d or seconds; in seconds. */
+export function every(value: string): number {
+  const seconds = parseDuration(value);
+  if (seconds === undefined) throw new InvalidArgumentError(`expected a duration, ${durationExample}.`);
+  return seconds;
 }
 
 /** JSON given inline, as @file, or as - for standard input. */

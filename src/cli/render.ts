@@ -1,5 +1,6 @@
 /** How tasks, events and messages read at a terminal. */
-import type { AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
+import { formatDuration } from '../durations.js';
+import type { Agent, AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
 import { ago, fields, paint, table } from './output.js';
 
 export const shortId = (id: string) => id.slice(0, 8);
@@ -73,6 +74,13 @@ export function taskDetail({ task: t, events, messages }: { task: Task; events: 
   return parts.join('\n');
 }
 
+/** "15m", from the interval Postgres prints ("00:15:00", "1 day 02:00:00"). */
+export function rhythmOf(agent: Pick<Agent, 'poll_interval'>): string | undefined {
+  const match = agent.poll_interval && /^(?:(\d+) days? )?(\d+):(\d+):(\d+(?:\.\d+)?)$/.exec(agent.poll_interval);
+  if (!match) return agent.poll_interval ?? undefined;
+  return formatDuration(Number(match[1] ?? 0) * 86_400 + Number(match[2]) * 3600 + Number(match[3]) * 60 + Number(match[4]));
+}
+
 export function presenceTable(agents: AgentPresence[]): string {
   return table(agents, [
     ['ID', (a) => a.id],
@@ -81,7 +89,8 @@ export function presenceTable(agents: AgentPresence[]): string {
     ['CAPABILITIES', (a) => a.capabilities.join(',')],
     ['SKILLS', (a) => (Array.isArray(a.skills_offered) && a.skills_offered.length ? JSON.stringify(a.skills_offered) : null)],
     ['STATUS', (a) => a.status_message],
-    ['HEARTBEAT', (a) => ago(a.last_heartbeat)],
+    ['HEARD', (a) => ago(a.last_heartbeat)],
+    ['WAKES', (a) => rhythmOf(a)],
   ], 'No agents online. Show offline ones too with --all.');
 }
 

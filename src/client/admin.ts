@@ -19,6 +19,8 @@ export interface NewAgent {
   capabilities?: string[];
   skillsOffered?: unknown;
   maxConcurrent?: number;
+  /** How often the agent wakes, in seconds (its claims survive two missed wake-ups). */
+  pollIntervalSeconds?: number;
   tokenExpiresAt?: Date;
 }
 
@@ -51,6 +53,9 @@ export class AdminClient {
     const token = await mintAgentToken(secret, {
       agentId: registered!.agent_id, tokenId: registered!.token_id, expiresAt: agent.tokenExpiresAt,
     });
+    if (agent.pollIntervalSeconds !== undefined) {
+      await unwrap(this.db.from('agents').update({ poll_interval: `${agent.pollIntervalSeconds} seconds` }).eq('id', agent.id), z.null());
+    }
     return { agent: await this.getAgent(agent.id), token };
   }
 

@@ -167,6 +167,28 @@ export class BatonClient {
     return unwrap(this.db.rpc('task_chain', { p_task_id: parseInput(TaskId, taskId) }), z.array(LineageRow));
   }
 
+  /**
+   * Hands back a task this agent cannot do, without counting an attempt: addressed to it, the task is
+   * rejected with the reason; a broadcast goes back to pending and is never offered to this agent again.
+   */
+  async decline(taskId: string, claimToken: ClaimToken, reason: string): Promise<Task> {
+    return this.holderCall('decline_task', taskId, claimToken, { p_reason: reason });
+  }
+
+  /**
+   * Restarts the leases of tasks this agent holds (all of them when none are named) and says until when
+   * each claim holds. Any call the agent makes keeps its claims alive too; this one says so explicitly.
+   */
+  async renew(taskIds?: string[]): Promise<ClaimCheck[]> {
+    const held = taskIds?.length
+      ? await Promise.all(taskIds.map((id) => this.getTask(id)))
+      : await this.listTasks({ box: 'mine', status: ['claimed', 'in_progress', 'input_required'], limit: 1000 });
+    // A named task this agent does not hold is reported as not current, with its status.
+    const claims = held.filter((t) => taskIds?.length || t.claimed_by === this.agentId)
+      .map((t) => ({ taskId: t.id, claimToken: t.claimed_by === this.agentId && t.claim_token ? t.claim_token : noClaim }));
+    return this.checkClaims(claims, { renew: true });
+  }
+
   /** Hands a held task back to pending without counting the attempt. */
   async release(taskId: string, claimToken: ClaimToken, reason?: string): Promise<Task> {
     return this.holderCall('release_task', taskId, claimToken, { p_reason: reason ?? null });
@@ -325,8 +347,16 @@ export class BatonClient {
     );
   }
 
-  async heartbeat(statusMessage?: string, { active = true } = {}): Promise<Agent> {
-    return unwrap(this.db.rpc('send_heartbeat', { p_status_message: statusMessage ?? null, p_active: active }), Agent);
+  /**
+   * Says the agent is alive, optionally with a status line and how often it wakes (`everySeconds`):
+   * its claims then survive two missed wake-ups. Every call that can write counts as a beat too.
+   */
+  async heartbeat(statusMessage?: string, { active = true, everySeconds }: { active?: boolean; everySeconds?: number } = {}): Promise<Agent> {
+    return unwrap(this.db.rpc('send_heartbeat', {
+      p_status_message: statusMessage ?? null,
+      p_active: active,
+      p_poll_interval: everySeconds === undefined ? null : seconds(everySeconds),
+    }), Agent);
   }
 
   async agent(agentId: string): Promise<Agent> {
@@ -348,6 +378,7 @@ export class BatonClient {
       skills_offered: p.skillsOffered,
       comms_endpoint: p.commsEndpoint,
       max_concurrent: p.maxConcurrent,
+      poll_interval: p.pollIntervalSeconds === undefined ? undefined : seconds(p.pollIntervalSeconds),
     }).filter(([, value]) => value !== undefined));
     if (Object.keys(changes).length === 0) return this.agent(this.agentId);
     return unwrapOne(this.db.from('agents').update(changes).eq('id', this.agentId).select('*').maybeSingle(), Agent, {
@@ -366,6 +397,14 @@ export class BatonClient {
   private async taskCall(fn: string, taskId: string, args: Record<string, unknown>): Promise<Task> {
     return unwrap(this.db.rpc(fn, { p_task_id: parseInput(TaskId, taskId), ...args }), Task);
   }
+}
+
+/** Stands for "no claim" where a claim token is required: it never matches a real one. */
+const noClaim = '00000000-0000-0000-0000-000000000000';
+
+/** An interval literal Postgres reads, from seconds. */
+function seconds(value: number): string {
+  return `${value} seconds`;
 }
 
 function agentIdOf(token: string): string {

@@ -20,12 +20,18 @@ export function connect({ url, apiKey, accessToken }: ConnectOptions): SupabaseC
   });
 }
 
-type PostgrestResult = { data: unknown; error: { code?: string; message: string; details?: string | null; hint?: string | null } | null };
+type PostgrestResult = { data: unknown; status?: number; error: { code?: string; message: string; details?: string | null; hint?: string | null } | null };
+
+/** Where a supabase-js query went: its builder carries the URL. */
+function requestOrigin(call: PromiseLike<PostgrestResult>): string | undefined {
+  const url = (call as { url?: unknown }).url;
+  return url instanceof URL ? url.origin : undefined;
+}
 
 /** The data of a supabase-js call parsed with `schema`, or its error as a typed Baton error. */
 export async function unwrap<S extends z.ZodType>(call: PromiseLike<PostgrestResult>, schema: S): Promise<z.infer<S>> {
-  const { data, error } = await call;
-  if (error) throw toBatonError(error);
+  const { data, error, status } = await call;
+  if (error) throw toBatonError(error, { status, url: requestOrigin(call) });
   return schema.parse(data);
 }
 
@@ -48,8 +54,8 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.in
 export async function unwrapOne<S extends z.ZodType>(
   call: PromiseLike<PostgrestResult>, schema: S, missing: { message: string; hint: string },
 ): Promise<z.infer<S>> {
-  const { data, error } = await call;
-  if (error) throw toBatonError(error);
+  const { data, error, status } = await call;
+  if (error) throw toBatonError(error, { status, url: requestOrigin(call) });
   if (data === null) throw new NotFoundError({ code: 'BT002', ...missing });
   return schema.parse(data);
 }

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { Agent } from '../../schemas.js';
 import { adminClient, configOf } from '../context.js';
-import { expiresIn, list } from '../inputs.js';
+import { every, expiresIn, list } from '../inputs.js';
+import { rhythmOf } from '../render.js';
 import { ago, emit, fields, table } from '../output.js';
 import { registerDaemon } from './daemon.js';
 
@@ -12,7 +13,8 @@ function agentDetail(agent: Agent): string {
     ['capabilities', agent.capabilities.join(', ') || '-'],
     ['max concurrent', agent.max_concurrent],
     ['active', agent.is_active ? 'yes' : 'no'],
-    ['last heartbeat', ago(agent.last_heartbeat)],
+    ['last heard from', ago(agent.last_heartbeat)],
+    ['wakes every', rhythmOf(agent)],
     ['status', agent.status_message],
     ['created', agent.created_at],
   ]);
@@ -27,15 +29,17 @@ export function registerAgent(program: Command): void {
     .option('-c, --capabilities <list>', 'comma-separated capabilities (repeatable)', list)
     .option('-n, --display-name <name>', 'a name for people')
     .option('--max-concurrent <n>', 'how many tasks it may hold at once', (v) => Number(v))
+    .option('--every <duration>', 'how often it wakes, e.g. 15m for a 15-minute cron (its claims survive two missed wake-ups)', every)
     .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)', expiresIn)
     .addHelpText('after', '\nExample:\n  $ baton agent create cheenu --capabilities research,web --display-name "Cheenu"\n  $ export BATON_AGENT_TOKEN=$(baton agent create coder --json | jq -r .token)')
-    .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; expiresIn?: Date }, command: Command) => {
+    .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; every?: number; expiresIn?: Date }, command: Command) => {
       const config = configOf(command);
       const { agent: created, token } = await adminClient(config).createAgent({
         id,
         capabilities: opts.capabilities,
         displayName: opts.displayName,
         maxConcurrent: opts.maxConcurrent,
+        pollIntervalSeconds: opts.every,
         tokenExpiresAt: opts.expiresIn,
       });
       emit(config, { id: created.id, token, agent: created }, () =>

@@ -6,7 +6,7 @@ import { createLogger } from '../../logger.js';
 import type { BatonConfig } from '../../config.js';
 import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
 import { emit, fields } from '../output.js';
-import { list } from '../inputs.js';
+import { every, list } from '../inputs.js';
 
 interface DaemonFlags {
   config?: string;
@@ -14,11 +14,12 @@ interface DaemonFlags {
   maxConcurrent?: number;
   poll?: string;
   heartbeat?: string;
+  every?: number;
   grace?: number;
 }
 
 async function agentOptions(config: BatonConfig, flags: DaemonFlags): Promise<AgentOptions> {
-  const file = flags.config ? await loadAgentFile(flags.config) : {};
+  const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config) : {};
   const { url, anonKey, token } = agentEndpoint(config);
   return {
     ...file,
@@ -29,6 +30,7 @@ async function agentOptions(config: BatonConfig, flags: DaemonFlags): Promise<Ag
     maxConcurrent: flags.maxConcurrent ?? file.maxConcurrent,
     poll: flags.poll ?? file.poll,
     heartbeat: flags.heartbeat ?? file.heartbeat,
+    everySeconds: flags.every ?? fileEvery,
     graceSeconds: flags.grace ?? file.graceSeconds,
     log: createLogger(),
   };
@@ -41,6 +43,7 @@ function withDaemonOptions(command: Command): Command {
     .option('--max-concurrent <n>', 'tasks run at once', (v) => Number(v))
     .option('--poll <cron>', 'claim schedule, node-cron syntax (default */5 * * * * *: every 5 s)')
     .option('--heartbeat <cron>', 'heartbeat schedule (default */30 * * * * *)')
+    .option('--every <duration>', 'how often the agent wakes, e.g. 15m for tick from cron; its claims survive two missed wake-ups (default: from the schedules)', every)
     .option('--grace <seconds>', 'on SIGINT/SIGTERM, how long running tasks may finish', (v) => Number(v));
 }
 
@@ -64,7 +67,7 @@ Example:
     .description('one round: register, heartbeat, sweep, claim what fits, run it, report, exit')
     .addHelpText('after', `
 Example (system cron, every 15 minutes):
-  */15 * * * * cd /srv/agent && BATON_AGENT_TOKEN=… baton agent tick --config baton.agent.json`)
+  */15 * * * * cd /srv/agent && BATON_AGENT_TOKEN=… baton agent tick --every 15m --config baton.agent.json`)
     .action(async (flags: DaemonFlags, command: Command) => {
       const config = configOf(command);
       const daemon = createAgent(await agentOptions(config, flags));

@@ -1,6 +1,6 @@
 /** Talking: message, inbox. */
 import type { Command } from 'commander';
-import { agentClient, configOf } from '../context.js';
+import { agentClient, configOf, withBeat } from '../context.js';
 import { usageError } from '../exit.js';
 import { wholeNumber } from '../inputs.js';
 import { emit } from '../output.js';
@@ -45,7 +45,7 @@ Example:
       const config = configOf(command);
       const client = agentClient(config);
       const taskId = opts.task ? await client.resolveTaskId(opts.task) : undefined;
-      const messages = await client.messages({ unread: opts.unread, taskId, limit: opts.limit });
+      const messages = await withBeat(client, client.messages({ unread: opts.unread, taskId, limit: opts.limit }));
       const unread = messages.filter((m) => m.to_agent === client.agentId && !m.read_at).map((m) => m.id);
       if (unread.length) await client.markRead(unread);
       emit(config, messages, messageTable);

@@ -1,13 +1,14 @@
-/** Who is around: discover, status. */
+/** Who is around: discover, status, renew. */
 import type { Command } from 'commander';
-import { agentClient, configOf } from '../context.js';
-import { list } from '../inputs.js';
-import { emit } from '../output.js';
-import { presenceTable } from '../render.js';
+import { agentClient, configOf, withBeat } from '../context.js';
+import { ExitError, exitCodes } from '../exit.js';
+import { every, list } from '../inputs.js';
+import { emit, table } from '../output.js';
+import { presenceTable, rhythmOf, shortId } from '../render.js';
 
 export function registerPresence(program: Command): void {
   program.command('discover')
-    .description('online agents (heartbeat within baton_settings.offline_after), with what they can do')
+    .description('online agents (heard from within baton_settings.offline_after, or two of their wake-ups), with what they can do')
     .option('-c, --capability <list>', 'only agents holding all of these (repeatable)', list)
     .option('--all', 'include offline agents')
     .addHelpText('after', `
@@ -16,16 +17,51 @@ Example:
   $ baton discover --all --json`)
     .action(async (opts: { capability?: string[]; all?: boolean }, command: Command) => {
       const config = configOf(command);
-      const agents = await agentClient(config).discover({ capabilities: opts.capability, includeOffline: opts.all });
+      const client = agentClient(config);
+      const agents = await withBeat(client, client.discover({ capabilities: opts.capability, includeOffline: opts.all }));
       emit(config, agents, presenceTable);
     });
 
-  program.command('status <message>')
-    .description('set your status line, with a heartbeat')
-    .addHelpText('after', '\nExample:\n  $ baton status "reviewing PR 42"')
-    .action(async (message: string, _opts, command: Command) => {
+  program.command('status [message]')
+    .description('say you are alive, with a status line and how often you wake; your claims survive two missed wake-ups')
+    .option('--every <duration>', 'how often you wake, e.g. 15m for a 15-minute cron or HEARTBEAT', every)
+    .option('--stopped', 'say you stopped cleanly (offline until your next call)')
+    .addHelpText('after', `
+Any call you make that can write (progress, claim, complete, ...) and every baton command counts as a
+heartbeat too. Without --every, a claim survives its lease (5 minutes unless the task says otherwise)
+past your last call; with it, the lease plus two of your wake-ups.
+
+Example:
+  $ baton status "reviewing PR 42" --every 15m
+  $ baton status --every 15m`)
+    .action(async (message: string | undefined, opts: { every?: number; stopped?: boolean }, command: Command) => {
       const config = configOf(command);
-      const me = await agentClient(config).heartbeat(message);
-      emit(config, me, (a) => `${a.id}: ${a.status_message} (heartbeat sent)`);
+      const me = await agentClient(config).heartbeat(message, { active: !opts.stopped, everySeconds: opts.every });
+      const rhythm = rhythmOf(me);
+      emit(config, me, (a) => `${a.id}: ${a.status_message ?? '(no status)'} (heartbeat sent${rhythm ? `; wakes every ${rhythm}` : ''}${a.is_active ? '' : '; stopped'})`);
+    });
+
+  program.command('renew [tasks...]')
+    .description('restart the leases of tasks you hold (all of them by default) and say until when each holds')
+    .addHelpText('after', `
+Example:
+  $ baton renew
+  $ baton renew 3f2a1b`)
+    .action(async (prefixes: string[], _opts, command: Command) => {
+      const config = configOf(command);
+      const client = agentClient(config);
+      const ids = await Promise.all(prefixes.map((p) => client.resolveTaskId(p)));
+      const checks = await client.renew(ids);
+      emit(config, checks, (rows) => table(rows, [
+        ['TASK', (c) => shortId(c.task_id)],
+        ['STATUS', (c) => c.status],
+        ['HELD', (c) => (c.current ? 'yes' : 'no')],
+        ['UNTIL', (c) => (c.current ? c.lease_expires_at : '-')],
+      ], 'You hold no tasks.'));
+      const lost = checks.filter((c) => !c.current);
+      if (lost.length) {
+        throw new ExitError(`you do not hold ${lost.map((c) => `${shortId(c.task_id)} (${c.status ?? 'unknown'})`).join(', ')}`,
+          exitCodes.refused, 'Claim it again if it is pending: baton claim <task>.');
+      }
     });
 }

@@ -1,7 +1,7 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { openStatuses, type ExpectedOutput, type HandoffInput, type JsonObject, type TaskStatus } from '../../schemas.js';
-import { agentClient, configOf } from '../context.js';
+import { agentClient, configOf, withBeat } from '../context.js';
 import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
 import { usageError } from '../exit.js';
 import { emit } from '../output.js';
@@ -110,7 +110,8 @@ Example:
       const config = configOf(command);
       const box = opts.all ? 'all' : opts.sent ? 'sent' : opts.pending ? 'pending' : 'mine';
       const status = opts.status ?? (box === 'mine' ? [...openStatuses] : undefined);
-      const tasks = await agentClient(config).listTasks({ box, status, limit: opts.limit });
+      const client = agentClient(config);
+      const tasks = await withBeat(client, client.listTasks({ box, status, limit: opts.limit }));
       emit(config, tasks, taskTable);
     });
 
@@ -123,7 +124,7 @@ Example:
       const config = configOf(command);
       const client = agentClient(config);
       const id = await client.resolveTaskId(prefix);
-      const [task, events, messages] = await Promise.all([client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 })]);
+      const [task, events, messages] = await withBeat(client, Promise.all([client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 })]));
       emit(config, { task, events, messages: messages.reverse() }, taskDetail);
     });
 }
