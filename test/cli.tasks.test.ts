@@ -49,10 +49,11 @@ describe('baton task commands', async () => {
     expect(oneLine(unknown.stderr)).toBe(true);
     expect(unknown.stderr).toMatch(/no agent named "nobody-xyz".*baton discover --all/);
 
-    const offline = await asCoder('handoff', alice.id, 'while you sleep');
+    const sleeper = await newAgent('sleeper');
+    const offline = await asCoder('handoff', sleeper.id, 'while you sleep');
     expect(offline.code).toBe(1);
     expect(offline.stderr).toMatch(/is offline.*--allow-offline/);
-    expect((await asCoder('handoff', alice.id, 'while you sleep', '--allow-offline')).code).toBe(0);
+    expect((await asCoder('handoff', sleeper.id, 'while you sleep', '--allow-offline')).code).toBe(0);
   });
 
   it('refuses malformed options with exit 2 and a one-line error', async () => {

@@ -114,6 +114,29 @@ describe('daemons as processes', () => {
     expect((await boss.client.agent(worker.id)).last_heartbeat).not.toBeNull();
   });
 
+  it('exits as soon as its running tasks finish, well within a long grace period', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const config = configFile('quick-exit', { ...fastSchedules, graceSeconds: 120, executors: { '*': { command: 'sleep 2; echo done' } } });
+    const proc = runAgent(worker, 'run', config);
+    const task = await boss.client.handoff({ to: worker.id, title: 'short job' });
+    await eventually(async () => (await boss.client.getTask(task.id)).status === 'in_progress', 20_000, 'the task to start');
+    const stoppedAt = Date.now();
+    process.kill(proc.child.pid!, 'SIGTERM');
+    expect(await proc.exited).toBe(0);
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'completed', result: { summary: 'done' } });
+    // The grace period is 120 s; the test's own 30 s timeout is the bound that matters.
+    expect(Date.now() - stoppedAt).toBeLessThan(25_000);
+  });
+
+  it('names the field an executor is missing', async () => {
+    const worker = await newAgent('misconfigured');
+    const config = configFile('no-command', { executors: { code: { timeoutSeconds: 600 } } });
+    const proc = runAgent(worker, 'run', config);
+    expect(await proc.exited).toBe(2);
+    expect(proc.output()).toMatch(/no-command.json is invalid: executors.code: needs "command" \(a shell command .*\) or "module"/);
+  });
+
   it('refuses an invalid config file with a clear error and exit 2', async () => {
     const worker = await newAgent('misconfigured');
     const config = configFile('bad', { poll: 'every five seconds', executors: { x: { command: '' } } });

@@ -95,6 +95,7 @@ export class BatonAgent {
     this.started = true;
     await this.register();
     await this.beat();
+    if (this.stopping) return;
     this.schedules.push(
       cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat` }),
       cron.schedule(this.poll, () => this.pollOnce(), { noOverlap: true, name: `${this.id}-poll` }),

@@ -154,7 +154,7 @@ language sql stable set search_path = ''
 as $$
   select format('holder %s unheard since %s (lease %s%s)',
     t.claimed_by,
-    coalesce(to_char(holder.last_heartbeat at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS"Z"'), 'the claim'),
+    coalesce(to_char(holder.last_heartbeat at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'the claim'),
     coalesce(t.claim_lease, (baton_private.settings()).default_lease),
     case when holder.poll_interval is null then '' else format(', wakes every %s', holder.poll_interval) end)
 $$;

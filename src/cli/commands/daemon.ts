@@ -55,12 +55,14 @@ Example:
   $ BATON_AGENT_TOKEN=… baton agent run --config baton.agent.json`)
     .action(async (flags: DaemonFlags, command: Command) => {
       const daemon = createAgent(await agentOptions(configOf(command), flags));
-      await daemon.start();
-      await new Promise<void>((resolve) => {
+      // Listening before start: a signal during the first round still stops the daemon cleanly.
+      const stopped = new Promise<void>((resolve) => {
         const shutdown = () => { daemon.stop().then(resolve, resolve); };
         process.once('SIGINT', shutdown);
         process.once('SIGTERM', shutdown);
       });
+      await daemon.start();
+      await stopped;
     });
 
   withDaemonOptions(agent.command('tick'))

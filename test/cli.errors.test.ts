@@ -1,0 +1,39 @@
+/** What the CLI says when it cannot do what was asked: usage errors, pipes that close, wrong URLs and keys. */
+import { execFile } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { baton, cliPath } from './cli.js';
+import { newAgent, stack } from './helpers.js';
+
+describe('CLI errors', () => {
+  it('are one JSON document on stderr under --json, usage errors included', async () => {
+    const unknown = await baton(['--json', 'claim', '--bogus']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(JSON.parse(unknown.stderr)).toEqual({ error: { code: 'USAGE', message: "unknown option '--bogus'", hint: 'see --help' } });
+    const missing = await baton(['handoff', '--json']);
+    expect(JSON.parse(missing.stderr).error.message).toMatch(/missing required argument/);
+  });
+
+  it('leave quietly when the reader closes the pipe early', async () => {
+    const { stderr } = await new Promise<{ stderr: string }>((resolve) => {
+      execFile('/bin/sh', ['-c', `"${process.execPath}" "${cliPath}" --help | head -1`], (_e, _out, err) => resolve({ stderr: err }));
+    });
+    expect(stderr).toBe('');
+  });
+
+  it('name the URL and the setting to fix when the API cannot be reached', async () => {
+    const agent = await newAgent('lost');
+    const { code, stderr } = await baton(['tasks'], { SUPABASE_URL: 'http://127.0.0.1:9', SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: agent.token });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^error: could not reach http:\/\/127\.0\.0\.1:9: .* — Check SUPABASE_URL/);
+    const wrongPath = await baton(['tasks'], { SUPABASE_URL: `${stack.SUPABASE_URL}/rest/v1`, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: agent.token });
+    expect(wrongPath.stderr).toMatch(/answered HTTP 404.* — Set SUPABASE_URL to the project URL itself/);
+  });
+
+  it('blame a wrong API key on the key, not the URL', async () => {
+    const agent = await newAgent('keyless');
+    const { code, stderr } = await baton(['tasks', '--json'], { SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: 'not-a-key', BATON_AGENT_TOKEN: agent.token });
+    expect(code).toBe(1);
+    expect(JSON.parse(stderr).error).toMatchObject({ code: 'API_KEY', message: expect.stringContaining('refused the API key'), hint: expect.stringContaining('SUPABASE_ANON_KEY') });
+  });
+});
