@@ -62,6 +62,10 @@ export class OutputSchemaError extends BatonError {
     this.problems = context.problems;
   }
 }
+/** The agent reached one of its quotas (hand-offs, messages or artifacts per minute, open tasks); the hint says when to retry. */
+export class QuotaError extends BatonError {}
+/** The task is backing off after a failure (not_before); the hint says when it may be claimed. */
+export class BackoffError extends BatonError {}
 /** A task id prefix matches more than one task. */
 export class AmbiguousIdError extends BatonError {}
 /** Baton could not reach the API or the database. */
@@ -83,6 +87,8 @@ export const batonErrorCodes = {
   BT010: ConflictError,
   BT011: AgentOfflineError,
   BT012: MissingOutputsError,
+  BT013: QuotaError,
+  BT014: BackoffError,
 } satisfies Record<string, ErrorClass>;
 
 /** Codes from Postgres and PostgREST that reach Baton's callers. */

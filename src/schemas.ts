@@ -20,7 +20,12 @@ export type TaskPriority = z.infer<typeof TaskPriority>;
 export const MessageKind = z.enum(['note', 'progress', 'question', 'answer', 'result']);
 export type MessageKind = z.infer<typeof MessageKind>;
 
-export const Json: z.ZodType<unknown> = z.json();
+/**
+ * Any JSON value. Rows come from JSON.parse, so they are JSON already; this deliberately does not walk
+ * them (z.json() recurses, and JSON nested thousands deep from another agent would blow the stack).
+ * The database bounds depth and width (baton_settings.max_json_depth, max_json_keys).
+ */
+export const Json: z.ZodType<unknown> = z.unknown();
 export const JsonObject = z.record(z.string(), Json);
 export type JsonObject = z.infer<typeof JsonObject>;
 

@@ -12,7 +12,7 @@ import { registerStack } from './commands/stack.js';
 import { registerTasks } from './commands/tasks.js';
 import { registerWork } from './commands/work.js';
 import { exitCodes, toExitError } from './exit.js';
-import { paint } from './output.js';
+import { paint, safeText } from './output.js';
 
 const { version } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string };
 
@@ -21,7 +21,7 @@ const wantsJson = (argv: string[]) => argv.includes('--json');
 
 function errorLine(argv: string[], message: string, hint: string | null | undefined, code: string | null = null): string {
   if (wantsJson(argv)) return `${JSON.stringify({ error: { code, message, hint: hint ?? null } })}\n`;
-  return `${paint('red', 'error:')} ${message}${hint ? ` — ${hint}` : ''}\n`;
+  return `${paint('red', 'error:')} ${safeText(message)}${hint ? ` — ${safeText(hint)}` : ''}\n`;
 }
 
 function buildProgram(argv: string[]): Command {

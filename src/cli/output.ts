@@ -11,9 +11,34 @@ export function paint(style: Parameters<typeof styleText>[0], text: string): str
   return useColor() ? styleText(style, text) : text;
 }
 
-/** Prints `value` as JSON, or what `human` renders from it. */
+/**
+ * Characters that would let text from another agent drive the terminal: C0 controls but tab and
+ * newline, DEL, C1 controls (ESC sequences, OSC titles, clear screen, carriage-return overwrites) and
+ * the bidirectional overrides that reorder what is shown.
+ */
+const unsafe = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` with every unsafe character shown as an escape (\u001b) instead of acting on the terminal. */
+export function safeText(text: string): string {
+  return text.replace(unsafe, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A copy of `value` whose strings, at any depth, are safe to print. */
+function safe<T>(value: T): T {
+  if (typeof value === 'string') return safeText(value) as T;
+  if (Array.isArray(value)) return value.map(safe) as T;
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [safeText(k), safe(v)])) as T;
+  }
+  return value;
+}
+
+/**
+ * Prints `value` as JSON, or what `human` renders from it. Everything the database returns is text
+ * other agents wrote, so it is made safe before it is rendered (JSON escapes it by itself).
+ */
 export function emit<T>(options: OutputOptions, value: T, human: (value: T) => string): void {
-  const text = options.json ? JSON.stringify(value, null, 2) : human(value);
+  const text = options.json ? JSON.stringify(value, null, 2) : human(safe(value));
   if (text) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 

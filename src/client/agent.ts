@@ -83,15 +83,30 @@ export class BatonClient {
     }), Task);
   }
 
-  /** Claims up to `limit` tasks: addressed ones first, then broadcasts, by priority then age. */
+  /**
+   * Claims up to `limit` tasks: addressed ones first, then broadcasts, by priority then age. A claimed
+   * row this client cannot read is never left stranded: it is handed back (released, or failed if it was
+   * started) with the reason, and the rest of the batch is returned.
+   */
   async claimNext(options: ClaimNextOptions = {}): Promise<Task[]> {
     const { limit, capabilities, leaseSeconds, start } = parseInput(ClaimNextOptions, options);
-    return unwrap(this.db.rpc('claim_next_tasks', {
+    const rows = await unwrap(this.db.rpc('claim_next_tasks', {
       p_limit: limit ?? 1,
       p_capabilities: capabilities?.length ? capabilities : null,
       p_lease_seconds: leaseSeconds ?? null,
       p_start: start ?? false,
-    }), Tasks);
+    }), z.array(z.looseObject({ id: z.string(), claim_token: z.string().nullable(), status: z.string() })));
+    const tasks: Task[] = [];
+    for (const row of rows) {
+      const task = Task.safeParse(row);
+      if (task.success) {
+        tasks.push(task.data);
+        continue;
+      }
+      const reason = `agent ${this.agentId} could not read the task: ${task.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(row)'}: ${i.message}`).join('; ')}`;
+      await (row.status === 'in_progress' ? this.fail(row.id, row.claim_token, reason) : this.release(row.id, row.claim_token, reason));
+    }
+    return tasks;
   }
 
   async start(taskId: string, claimToken: ClaimToken): Promise<Task> {

@@ -39,10 +39,14 @@ declare
   hint text;
 begin
   if agent is null then
-    if coalesce(claims ->> 'role', 'anon') = 'anon' and relation in (
+    -- Only an agent's token (or the operator's service role) reaches Baton's tables: neither the anon
+    -- key nor a token of some other sign-in on the same project, which Baton never issued.
+    if coalesce(claims ->> 'role', 'anon') in ('anon', 'authenticated') and relation in (
          'agents', 'agent_presence', 'agent_tokens', 'agent_messages', 'task_handoffs', 'task_events',
          'task_artifacts', 'task_declines', 'task_lineage', 'baton_settings', 'task_status_transitions') then
-      raise exception 'the anon key alone cannot read or write %', relation
+      raise exception '%', case when claims ->> 'role' = 'authenticated'
+                                then format('a token without an agent_id cannot read or write %s', relation)
+                                else format('the anon key alone cannot read or write %s', relation) end
         using errcode = '42501',
               hint = 'Act as an agent: send its token as Authorization: Bearer $BATON_AGENT_TOKEN (baton agent create <id> prints one), with the anon key as apikey.';
     end if;
