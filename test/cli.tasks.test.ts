@@ -181,6 +181,10 @@ describe('baton task commands', async () => {
     const retried = await handoff('--max-attempts', '2');
     await asCoder('claim', retried.id);
     expect(Task.parse(parsed(await asCoder('fail', retried.id, 'flaky', '--retry', '--json'))).status).toBe('pending');
+    const early = await asCoder('claim', retried.id);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(/is backing off after a failure until .* — Claim it again in \d+ s\./);
+    await db.query('update task_handoffs set not_before = null where id = $1', [retried.id]);
     await asCoder('claim', retried.id);
     expect(Task.parse(parsed(await asCoder('fail', retried.id, 'broken', '--json')))).toMatchObject({ status: 'failed', status_reason: 'broken' });
 

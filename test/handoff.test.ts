@@ -123,6 +123,9 @@ describe('claiming the next tasks', async () => {
     const again = await worker.client.claim(task.id, { start: true });
     const retried = await worker.client.fail(task.id, again.claim_token!, 'flaky', { retry: true });
     expect(retried).toMatchObject({ status: 'pending', attempts: 1, status_reason: 'flaky' });
+    const backingOff = await refusal(worker.client.claim(task.id, { start: true }), 'BT014');
+    expect(backingOff.hint).toMatch(/^Claim it again in \d+ s\.$/);
+    await db.query('update task_handoffs set not_before = null where id = $1', [task.id]);
     const last = await worker.client.claim(task.id, { start: true });
     const failed = await worker.client.fail(task.id, last.claim_token!, 'flaky again', { retry: true });
     expect(failed).toMatchObject({ status: 'failed', attempts: 2, status_reason: 'flaky again' });

@@ -139,10 +139,10 @@ describe('messages', async () => {
 
   it('threads messages only on tasks the sender can see', async () => {
     const task = await alice.client.handoff({ to: bob.id, title: 'thread' });
-    await bob.client.send({ to: alice.id, taskId: task.id, kind: 'question', body: { text: 'which format?' } });
+    await bob.client.send({ to: alice.id, taskId: task.id, body: { text: 'which format?' } });
     const { error } = await carol.client.db.from('agent_messages').insert({ from_agent: carol.id, task_id: task.id, body: { text: 'intrude' } });
     expect(error?.code).toBe('42501');
-    expect((await alice.client.messages({ taskId: task.id })).map((m) => m.kind)).toEqual(['question']);
+    expect((await alice.client.messages({ taskId: task.id })).map((m) => m.kind)).toEqual(['note']);
   });
 
   it('lets only the recipient mark a message read, and never rewrite it', async () => {

@@ -104,7 +104,9 @@ export class BatonClient {
         continue;
       }
       const reason = `agent ${this.agentId} could not read the task: ${task.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(row)'}: ${i.message}`).join('; ')}`;
-      await (row.status === 'in_progress' ? this.fail(row.id, row.claim_token, reason) : this.release(row.id, row.claim_token, reason));
+      // If even that is refused, the claim lapses by the database's rule; the rest of the batch still runs.
+      await (row.status === 'in_progress' ? this.fail(row.id, row.claim_token, reason) : this.release(row.id, row.claim_token, reason))
+        .catch(() => undefined);
     }
     return tasks;
   }

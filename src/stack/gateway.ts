@@ -84,7 +84,11 @@ export async function startGateway(
       maxHeaderSize: gatewayLimits.upstreamHeaderBytes,
       timeout: gatewayLimits.upstreamSeconds * 1000,
     }, (upstreamRes) => {
-      res.writeHead(upstreamRes.statusCode ?? 502, { ...upstreamRes.headers, 'access-control-allow-origin': '*' });
+      const { 'content-location': echoed, ...passed } = upstreamRes.headers;
+      // PostgREST echoes the whole query in Content-Location; past Node's 16 KiB header limit that would
+      // make a long but valid query unreadable for the caller, so a long echo is left out.
+      const location = echoed && echoed.length <= 4096 ? { 'content-location': echoed } : {};
+      res.writeHead(upstreamRes.statusCode ?? 502, { ...passed, ...location, 'access-control-allow-origin': '*' });
       upstreamRes.pipe(res);
     });
     upstream.on('timeout', () => {

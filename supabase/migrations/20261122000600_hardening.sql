@@ -117,22 +117,32 @@ end
 $$;
 comment on function public.task_inputs is 'The artifacts a task works from (its named inputs and its parent chain''s): all of them for whoever works on the task, else those on tasks the caller may see itself.';
 
+-- The chain of a task: the tasks the caller may see itself, everything the task led to (work done on its
+-- behalf), and, for whoever works on it, its ancestors.
 create or replace function public.task_chain(p_task_id uuid) returns setof public.task_lineage
 language plpgsql stable security definer set search_path = ''
 as $$
 declare
   me text := baton_private.require_agent();
   t public.task_handoffs := baton_private.visible_task(p_task_id, me);
-  context uuid[] := case when baton_private.works_on(t, me)
-                         then array(select c.id from baton_private.ancestor_ids(t.id) c) else '{}' end;
+  context uuid[];
 begin
+  with recursive below (id) as (
+    select t.id
+    union all
+    select c.id from public.task_handoffs c join below b on c.parent_task_id = b.id
+  )
+  select array(select id from below) into context;
+  if baton_private.works_on(t, me) then
+    context := context || array(select c.id from baton_private.ancestor_ids(t.id) c);
+  end if;
   return query
     select l.* from public.task_lineage l join public.task_handoffs s on s.id = l.id
     where l.root_task_id = t.root_task_id and (s.id = any (context) or baton_private.can_see_task(s, me))
     order by l.depth, l.created_at;
 end
 $$;
-comment on function public.task_chain is 'The chain (root to leaves) of a task the caller may see, as task_lineage rows: the tasks it may see itself, and the ancestors of a task it works on.';
+comment on function public.task_chain is 'The chain of a task the caller may see, as task_lineage rows: what the task led to, the tasks the caller may see itself, and the ancestors of a task it works on.';
 
 -- The conversation ------------------------------------------------------------------------------------
 -- Progress, questions, answers and results are written by the RPCs and triggers, never by an agent
