@@ -229,6 +229,26 @@ export const ClaimCheck = z.object({
 });
 export type ClaimCheck = z.infer<typeof ClaimCheck>;
 
+/** One task's outcome in a batch: its new status, or why it was refused (code, message, hint). */
+export const BatchOutcome = z.object({
+  task_id: z.uuid().nullable(),
+  status: TaskStatus.nullable(),
+  code: z.string().nullable(),
+  message: z.string().nullable(),
+  hint: z.string().nullable(),
+});
+export type BatchOutcome = z.infer<typeof BatchOutcome>;
+
+/** One hand-off in a batch: the task made, or why it was refused. */
+export const BatchHandoff = z.object({
+  index: z.number().int(),
+  task_id: z.uuid().nullable(),
+  code: z.string().nullable(),
+  message: z.string().nullable(),
+  hint: z.string().nullable(),
+});
+export type BatchHandoff = z.infer<typeof BatchHandoff>;
+
 export const SweepReport = z.object({
   requeued_unstarted: z.number().int(),
   requeued_expired: z.number().int(),

@@ -167,6 +167,6 @@ describe('the shell executor', () => {
     expect((await final(slow.id)).status_reason).toMatch(/^timed out after 1 s/);
     const retried = await final(busy.id);
     expect(retried).toMatchObject({ status: 'failed', attempts: 2, status_reason: 'exit 75 (retry): rate limited' });
-    expect((await boss.client.events(busy.id)).filter((e) => e.to_status === 'claimed')).toHaveLength(2);
+    expect((await boss.client.events(busy.id)).filter((e) => e.from_status === 'pending' && e.to_status === 'in_progress')).toHaveLength(2);
   });
 });

@@ -92,7 +92,7 @@ describe('the agent daemon', () => {
     const failed = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'failed' && t; }, 30_000);
     expect(failed).toMatchObject({ attempts: 3, status_reason: 'upstream busy' });
     const events = await boss.client.events(task.id);
-    const claims = events.filter((e) => e.to_status === 'claimed').map((e) => Date.parse(e.at));
+    const claims = events.filter((e) => e.from_status === 'pending' && ['claimed', 'in_progress'].includes(e.to_status)).map((e) => Date.parse(e.at));
     const requeues = events.filter((e) => e.from_status === 'in_progress' && e.to_status === 'pending').map((e) => Date.parse(e.at));
     expect(claims).toHaveLength(3);
     expect(requeues).toHaveLength(2);

@@ -4,10 +4,16 @@
  * do, no call gets a 5xx or a dropped connection, and afterwards the record holds its invariants.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { database, newAgent, type TestAgent } from './helpers.js';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestAgent } from './helpers.js';
+import { ownStack } from './own-stack.js';
 
-const db = database();
+// A stack of its own: these agents claim whatever they may, and hand off broadcasts anyone may claim.
+const own = ownStack('fuzz');
+let db: pg.Pool;
+beforeAll(() => { db = new pg.Pool({ connectionString: own.env.DATABASE_URL, max: 4 }); });
+afterAll(() => db?.end());
 
 const capabilities = ['code', 'review', 'web'];
 const kinds = ['note', 'progress', 'question', 'answer', 'result'];
@@ -190,7 +196,7 @@ async function invariants(agentIds: string[]): Promise<string[]> {
 describe('fuzzing every RPC', () => {
   it('never answers 5xx or drops a connection, and keeps every invariant', { timeout: 120_000 }, async () => {
     const agents = await Promise.all(capabilities.concat('none').map((cap, i) =>
-      newAgent(`fuzz${i}`, { capabilities: cap === 'none' ? [] : [cap, capabilities[(i + 1) % 3]!], maxConcurrent: 3 + 3 * (i % 3) })));
+      own.newAgent(`fuzz${i}`, { capabilities: cap === 'none' ? [] : [cap, capabilities[(i + 1) % 3]!], maxConcurrent: 3 + 3 * (i % 3) })));
     const world: World = { agents, tasks: [], outcomes: new Map() };
     const ids = agents.map((a) => a.id);
     await fc.assert(fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 4 }), { minLength: 5, maxLength: 15 }), async (rounds) => {

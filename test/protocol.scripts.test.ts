@@ -3,40 +3,19 @@
  * the meaning and one-line outputs it gives; and the protocol's raw REST calls, answered with a way forward.
  */
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminClient, type AdminClient } from '../src/client/admin.js';
-import { createBatonClient } from '../src/client/agent.js';
-import { startStack, type Stack } from '../src/stack/index.js';
-import type { StackEnv } from '../src/stack/state.js';
-import { freePort } from '../src/stack/ports.js';
-import { makeStackDir } from './global-setup.js';
-import { uniqueId, type TestAgent } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { ownStack } from './own-stack.js';
+import { uniqueId } from './helpers.js';
 
 // A stack of its own: the protocol's broadcasts need no capability, and any daemon of another test
 // file could claim them from the shared one.
-const stackDir = makeStackDir('baton-protocol-');
-let own: Stack;
-let stack: StackEnv;
-let admin: AdminClient;
-beforeAll(async () => {
-  const apiPort = await freePort();
-  own = await startStack({ dir: stackDir, apiPort, dbPort: await freePort([apiPort]) });
-  stack = own.env;
-  admin = createAdminClient({ url: stack.SUPABASE_URL, serviceRoleKey: stack.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: stack.SUPABASE_JWT_SECRET });
-});
-afterAll(async () => {
-  await own?.stop();
-  fs.rmSync(stackDir, { recursive: true, force: true });
-});
-
-async function newAgent(prefix: string, options: { capabilities?: string[] } = {}): Promise<TestAgent> {
-  const id = uniqueId(prefix);
-  const { token } = await admin.createAgent({ id, ...options });
-  return { id, token, client: createBatonClient({ url: stack.SUPABASE_URL, anonKey: stack.SUPABASE_ANON_KEY, token }) };
-}
+const own = ownStack('protocol');
+const newAgent = (prefix: string, options?: { capabilities?: string[] }) => own.newAgent(prefix, options);
+const stack = { get SUPABASE_URL() { return own.env.SUPABASE_URL; }, get SUPABASE_ANON_KEY() { return own.env.SUPABASE_ANON_KEY; },
+  get SUPABASE_SERVICE_ROLE_KEY() { return own.env.SUPABASE_SERVICE_ROLE_KEY; } };
+const admin = { get db() { return own.admin.db; } };
 
 const scripts = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'scripts', 'agentcomms');
 

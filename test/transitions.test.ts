@@ -9,7 +9,7 @@ import { admin, database, newAgent } from './helpers.js';
 const db = database();
 
 const allowed = new Set([
-  'pending>claimed', 'pending>rejected', 'pending>cancelled',
+  'pending>claimed', 'pending>in_progress', 'pending>rejected', 'pending>cancelled',
   'claimed>in_progress', 'claimed>pending', 'claimed>cancelled',
   'in_progress>completed', 'in_progress>failed', 'in_progress>pending', 'in_progress>input_required', 'in_progress>cancelled',
   'input_required>in_progress', 'input_required>cancelled',

@@ -11,7 +11,8 @@ import { BatonClient, createBatonClient } from '../client/agent.js';
 import { BatonError, MissingOutputsError, OutputSchemaError } from '../errors.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import { silentLogger } from '../logger.js';
-import type { AgentPresence, Message, Task } from '../schemas.js';
+import type { AgentPresence, Message, Task, TaskStatus } from '../schemas.js';
+import { OutcomeBatcher } from './outcomes.js';
 import {
   RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
 } from './executors.js';
@@ -66,6 +67,7 @@ export function createAgent(options: AgentOptions): BatonAgent {
 export class BatonAgent {
   readonly client: BatonClient;
   readonly id: string;
+  private readonly outcomes: OutcomeBatcher;
   peers: AgentPresence[] = [];
   private readonly running = new Map<string, Running>();
   private readonly log: Logger;
@@ -76,10 +78,17 @@ export class BatonAgent {
   private capacity = 1;
   private started = false;
   private polling: Promise<void> = Promise.resolve();
+  private claiming: Promise<void> | undefined;
+  private claimAgain = false;
+  private lastClaimFull = false;
+  private nextSweepAt = 0;
+  private launched = 0;
+  private tickLimit: number | undefined;
 
   constructor(private readonly options: AgentOptions) {
     this.client = createBatonClient({ url: options.url, anonKey: options.anonKey, token: options.token });
     this.id = this.client.agentId;
+    this.outcomes = new OutcomeBatcher(this.client);
     this.log = (options.log ?? silentLogger).child({ agentId: this.id });
     this.poll = checkSchedule(options.poll ?? agentDefaults.poll, 'poll');
     this.heartbeat = checkSchedule(options.heartbeat ?? agentDefaults.heartbeat, 'heartbeat');
@@ -104,14 +113,20 @@ export class BatonAgent {
     this.log.info({ capabilities: this.options.capabilities, maxConcurrent: this.capacity, poll: this.poll }, 'agent started');
   }
 
-  /** One round, for cron-driven agents: register, beat, sweep, claim what fits, run it all, report. */
-  async tick(): Promise<{ ran: number }> {
+  /**
+   * One round, for cron-driven agents: register, beat, sweep, claim what fits, run it, and keep claiming
+   * as slots free while the queue gives work, up to `limit` tasks; then report and return.
+   */
+  async tick({ limit = agentDefaults.tickLimit }: { limit?: number } = {}): Promise<{ ran: number }> {
+    this.tickLimit = limit;
     await this.register();
     await this.beat();
     await this.pollOnce();
-    const ran = this.running.size;
-    await Promise.allSettled([...this.running.values()].map((r) => r.done));
-    return { ran };
+    while (this.running.size > 0 || this.claiming) {
+      await Promise.allSettled([...this.running.values()].map((r) => r.done));
+      await this.claiming;
+    }
+    return { ran: this.launched };
   }
 
   /**
@@ -123,6 +138,7 @@ export class BatonAgent {
     this.stopping = true;
     for (const schedule of this.schedules) await schedule.destroy();
     await this.polling;
+    await this.claiming;
     const all = () => Promise.allSettled([...this.running.values()].map((r) => r.done));
     if (this.running.size > 0) {
       this.log.info({ running: this.running.size, graceSeconds }, 'waiting for running tasks');
@@ -166,18 +182,46 @@ export class BatonAgent {
   }
 
   private async pollRound(): Promise<void> {
-    if (this.options.sweep !== false) {
+    // The sweep is the same for everyone: each daemon runs it now and then, not on every poll, and the
+    // database lets one run at a time.
+    if (this.options.sweep !== false && Date.now() >= this.nextSweepAt) {
+      this.nextSweepAt = Date.now() + agentDefaults.sweepSeconds * 1000 * (0.5 + Math.random());
       const report = await this.client.sweep();
       if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');
     }
     await this.checkClaims(false);
     await this.deliverResults();
-    // An agent without executors only sends work (and hears of results); it claims nothing.
-    if (Object.keys(this.options.executors ?? {}).length === 0) return;
-    const free = this.capacity - this.running.size;
-    if (free < 1 || this.stopping) return;
-    const claimed = await this.client.claimNext({ limit: free, start: true });
-    for (const task of claimed) this.launch(task);
+    await this.claimRound();
+  }
+
+  /**
+   * Claims up to the free capacity. Work-conserving: while claims come back full, every slot that frees
+   * claims again at once instead of waiting for the next poll; a claim that comes back short means the
+   * queue is drained, and the schedule takes over again.
+   */
+  private claimRound(): Promise<void> {
+    if (this.claiming) {
+      this.claimAgain = true;
+      return this.claiming;
+    }
+    this.claiming = (async () => {
+      do {
+        this.claimAgain = false;
+        // An agent without executors only sends work (and hears of results); it claims nothing.
+        if (Object.keys(this.options.executors ?? {}).length === 0 || this.stopping || this.drained()) return;
+        const free = this.capacity - this.running.size;
+        if (free < 1) return;
+        const claimed = await this.client.claimNext({ limit: free, start: true });
+        this.lastClaimFull = claimed.length === free;
+        for (const task of claimed) this.launch(task);
+      } while (this.claimAgain && !this.stopping);
+    })().finally(() => { this.claiming = undefined; });
+    return this.claiming;
+  }
+
+  /** A tick stops claiming once it has run its share. */
+  private drained(): boolean {
+    return this.tickLimit !== undefined && this.launched >= this.tickLimit;
   }
 
   /** Stops work whose claim is no longer ours (cancelled, re-queued, reassigned); renews the rest. */
@@ -210,7 +254,13 @@ export class BatonAgent {
   private launch(task: Task): void {
     const controller = new AbortController();
     const run: Running = { task, controller, done: Promise.resolve() };
-    run.done = this.execute(task, controller.signal).finally(() => this.running.delete(task.id));
+    this.launched += 1;
+    run.done = this.execute(task, controller.signal).finally(() => {
+      this.running.delete(task.id);
+      if (this.lastClaimFull && !this.stopping) {
+        this.claimRound().catch((err: unknown) => this.log.error({ err }, 'claim failed'));
+      }
+    });
     this.running.set(task.id, run);
   }
 
@@ -233,13 +283,13 @@ export class BatonAgent {
       if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
       const result = toResult(value);
       // A result.handoff becomes the follow-up task in the same transaction as the completion.
-      await this.report(log, started, () => this.client.complete(task.id, task.claim_token, result), result.handoff ? 'completed, follow-up handed off' : 'completed');
+      await this.report(log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, result }), result.handoff ? 'completed, follow-up handed off' : 'completed');
     } catch (err) {
       if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
       if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) return this.refuseOutputs(task, err, log, started);
       const retry = err instanceof RetryableError;
       const message = err instanceof Error ? err.message : String(err);
-      await this.report(log, started, () => this.client.fail(task.id, task.claim_token, message, { retry }), retry ? 'failed, retry requested' : 'failed', err);
+      await this.report(log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
     }
   }
 
@@ -251,7 +301,7 @@ export class BatonAgent {
     const problems = err instanceof OutputSchemaError ? err.problems : [{ path: '', message: err.message }];
     // The database turns a retry into a final failure once attempts run out.
     const retry = !task.problems?.length;
-    await this.report(log, started, () => this.client.fail(task.id, task.claim_token, `outputs refused: ${err.message}`, { retry, problems }),
+    await this.report(log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, error: `outputs refused: ${err.message}`, retry, problems }),
       retry ? 'outputs refused; running again with the problems' : 'outputs refused again; failed', err);
   }
 
@@ -259,14 +309,15 @@ export class BatonAgent {
    * Reports an outcome and returns the task as it now stands. A refusal because the claim was lost
    * (fencing) is logged, not thrown; a refusal of the outputs is thrown for the refusal policy.
    */
-  private async report(log: Logger, started: number, call: () => Promise<Task>, what: string, err?: unknown, why?: string): Promise<Task | undefined> {
+  private async report(log: Logger, started: number, call: () => Promise<Task | TaskStatus>, what: string, err?: unknown, why?: string): Promise<TaskStatus | undefined> {
     try {
-      const task = await call();
+      const done = await call();
+      const status = typeof done === 'string' ? done : done.status;
       const reason = why ?? (err instanceof Error ? err.message : err === undefined ? undefined : String(err));
-      const line = { ms: Date.now() - started, status: task.status, ...(reason ? { reason } : {}), ...(err ? { err } : {}) };
+      const line = { ms: Date.now() - started, status, ...(reason ? { reason } : {}), ...(err ? { err } : {}) };
       if (err || why) log.warn(line, what);
       else log.info(line, what);
-      return task;
+      return status;
     } catch (refusal) {
       if (refusal instanceof MissingOutputsError) throw refusal;
       if (refusal instanceof BatonError && fenced.has(refusal.code)) {

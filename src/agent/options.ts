@@ -13,6 +13,10 @@ export const agentDefaults = Object.freeze({
   heartbeat: '*/30 * * * * *',
   graceSeconds: 30,
   askPollSeconds: 1,
+  /** About how often each daemon runs the sweep (jittered); the database runs one at a time. */
+  sweepSeconds: 5,
+  /** How many tasks one `agent tick` runs at most, claiming again as slots free. */
+  tickLimit: 100,
 });
 
 const schedule = z.string().refine((expr) => cron.validate(expr), {

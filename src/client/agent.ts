@@ -4,7 +4,7 @@ import { decodeJwt } from 'jose';
 import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
 import {
-  Agent, AgentPresence, AgentProfile, Artifact, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
+  Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
   TaskId, TaskResult, TaskStatus,
 } from '../schemas.js';
 import {
@@ -32,6 +32,11 @@ export interface TaskFilter {
 const Tasks = z.array(Task);
 
 const artifactColumns = 'id, task_id, name, media_type, size_bytes, sha256, uri, producer, created_at';
+
+/** One outcome for `reportOutcomes`: a completion with its result, or a failure with its error. */
+export type Outcome =
+  | { taskId: string; claimToken: ClaimToken; result?: TaskResult }
+  | { taskId: string; claimToken: ClaimToken; error: string; retry?: boolean; problems?: Array<{ path: string; message: string }> };
 
 /** The claim token a claim returned; null where the caller holds none (the database then says why). */
 export type ClaimToken = string | null;
@@ -67,6 +72,38 @@ export class BatonClient {
       p_expected_outputs: task.expectedOutputs ?? [],
       p_input_artifacts: task.inputArtifacts ?? [],
     }), Task);
+  }
+
+  /**
+   * Hands off many tasks in one request (up to 1000), each by the same rules as `handoff`. A refused
+   * one comes back with its index and the reason; the others are made.
+   */
+  async handoffMany(inputs: HandoffInput[]): Promise<BatchHandoff[]> {
+    const tasks = inputs.map((input) => {
+      const t = parseInput(HandoffInput, input);
+      return {
+        title: t.title, to_agent: t.to ?? null, description: t.description ?? null, priority: t.priority ?? 'medium',
+        payload: t.payload ?? {}, required_capabilities: t.requiredCapabilities ?? [],
+        deadline: t.deadline instanceof Date ? t.deadline.toISOString() : (t.deadline ?? null), max_attempts: t.maxAttempts ?? 3,
+        parent_task_id: t.parentTaskId ?? null, idempotency_key: t.idempotencyKey ?? null, allow_offline: t.allowOffline ?? true,
+        lease_seconds: t.leaseSeconds ?? null, expected_outputs: t.expectedOutputs ?? [], input_artifacts: t.inputArtifacts ?? [],
+      };
+    });
+    return unwrap(this.db.rpc('handoff_tasks', { p_tasks: tasks }), z.array(BatchHandoff));
+  }
+
+  /**
+   * Completes or fails many held tasks in one request: `{taskId, claimToken, result}` completes one,
+   * `{taskId, claimToken, error, retry?, problems?}` fails one. Each is judged on its own, by the same
+   * rules as `complete` and `fail`; a refused one comes back with its code and the rest go through.
+   */
+  async reportOutcomes(outcomes: Outcome[]): Promise<BatchOutcome[]> {
+    if (outcomes.length === 0) return [];
+    return unwrap(this.db.rpc('report_outcomes', {
+      p_outcomes: outcomes.map((o) => ('error' in o
+        ? { task_id: o.taskId, claim_token: o.claimToken, error: o.error, retry: o.retry ?? false, problems: o.problems ?? null }
+        : { task_id: o.taskId, claim_token: o.claimToken, result: o.result ?? { status: 'success' } })),
+    }), z.array(BatchOutcome));
   }
 
   /** Offers a task to every agent holding all of `requiredCapabilities`. */

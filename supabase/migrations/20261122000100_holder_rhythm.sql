@@ -103,23 +103,6 @@ comment on function public.send_heartbeat is 'The calling agent says it is alive
 revoke all on function public.send_heartbeat from public, anon;
 grant execute on function public.send_heartbeat to authenticated;
 
--- The claim records its own lease, so that the rule above can hold it while the holder is heard from.
-create or replace function baton_private.mark_claimed(ids uuid[], agent text, lease interval, start boolean) returns void
-language plpgsql set search_path = ''
-as $$
-begin
-  update public.task_handoffs
-  set status = 'claimed', claimed_by = agent, claim_token = gen_random_uuid(), attempts = attempts + 1,
-      not_before = null,
-      claim_lease = coalesce(lease, make_interval(secs => lease_seconds), (baton_private.settings()).default_lease),
-      lease_expires_at = now() + coalesce(lease, make_interval(secs => lease_seconds), (baton_private.settings()).default_lease)
-  where id = any (ids);
-  if start then
-    update public.task_handoffs set status = 'in_progress' where id = any (ids);
-  end if;
-end
-$$;
-
 -- check_claims now reports when each claim really lapses, and renews by the claim's own lease.
 create or replace function public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean default false)
 returns table (task_id uuid, status public.task_status, current boolean, lease_expires_at timestamptz)
@@ -168,6 +151,10 @@ declare
   dead integer;
   overdue integer;
 begin
+  -- One sweep at a time is enough: a daemon that finds another one running returns at once.
+  if not pg_try_advisory_xact_lock(hashtext('baton.sweep_tasks')) then
+    return jsonb_build_object('requeued_unstarted', 0, 'requeued_expired', 0, 'dead_lettered', 0, 'deadline_cancelled', 0);
+  end if;
   perform set_config('baton.actor', 'sweep', true);
 
   -- Every step starts from the lease index: a claim cannot lapse before its lease does.

@@ -56,7 +56,7 @@ comment on function public.decline_task is 'The holder hands back a task it cann
 revoke all on function public.decline_task from public, anon;
 grant execute on function public.decline_task to authenticated;
 
--- claim_next_tasks as before, less the broadcasts this agent declined.
+-- claim_next_tasks as before, less the broadcasts this agent declined, and looking before it locks.
 create or replace function public.claim_next_tasks(
   p_limit integer default 1,
   p_capabilities text[] default null,
@@ -77,11 +77,20 @@ begin
     raise exception 'a batch must claim between 1 and 1000 tasks, got %', p_limit
       using errcode = 'BT005', hint = 'Ask for as many tasks as you have free slots.';
   end if;
+  mine := baton_private.agent_capabilities(me);
+  -- Look before locking anything: an empty poll writes nothing.
+  if not exists (
+    select from public.task_handoffs t
+    where t.status = 'pending' and (t.not_before is null or t.not_before <= now())
+      and (t.to_agent = me or (t.to_agent is null and t.required_capabilities <@ mine
+                               and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me)))
+  ) then
+    return;
+  end if;
   wanted := least(p_limit, baton_private.free_capacity(me));
   if wanted < 1 then
     return;
   end if;
-  mine := baton_private.agent_capabilities(me);
 
   -- Tasks addressed to the agent come first, then broadcasts it can do; each by priority, then age.
   select coalesce(array_agg(picked.id), '{}') into ids from (

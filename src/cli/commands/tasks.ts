@@ -1,9 +1,10 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
+import fs from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { openStatuses, type ExpectedOutput, type HandoffInput, type JsonObject, type TaskStatus } from '../../schemas.js';
+import { openStatuses, type BatchHandoff, type ExpectedOutput, type HandoffInput, type JsonObject, type TaskStatus } from '../../schemas.js';
 import { agentClient, configOf, withBeat } from '../context.js';
 import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
-import { usageError } from '../exit.js';
+import { ExitError, exitCodes, usageError } from '../exit.js';
 import { emit } from '../output.js';
 import { taskDetail, taskLine, taskTable } from '../render.js';
 
@@ -76,15 +77,56 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
   emit(config, task, (t) => taskLine(to === null ? 'Broadcast' : 'Handed off', t));
 }
 
+/** Hands off every line of a JSON Lines file, 1000 to a request; refused lines are listed, exit 1. */
+async function sendMany(command: Command, file: string): Promise<void> {
+  const config = configOf(command);
+  const client = agentClient(config);
+  const text = (() => {
+    try {
+      return fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+    } catch (err) {
+      throw usageError(`cannot read ${file}: ${(err as Error).message}`, 'Give a JSON Lines file: one task per line.');
+    }
+  })();
+  const lines = text.split('\n').map((line, i) => ({ line: i + 1, text: line.trim() })).filter((l) => l.text);
+  const inputs = lines.map(({ line, text: raw }) => {
+    try {
+      return JSON.parse(raw) as HandoffInput;
+    } catch (err) {
+      throw usageError(`line ${line} of ${file} is not JSON: ${(err as Error).message}`, 'Nothing was handed off; fix the line and run it again.');
+    }
+  });
+  const results: Array<BatchHandoff & { line: number }> = [];
+  for (let start = 0; start < inputs.length; start += 1000) {
+    const answers = await client.handoffMany(inputs.slice(start, start + 1000));
+    results.push(...answers.map((a) => ({ ...a, line: lines[start + a.index]!.line })));
+  }
+  const refused = results.filter((r) => !r.task_id);
+  emit(config, results, (rows) => [
+    `Handed off ${rows.length - refused.length} of ${rows.length} task(s).`,
+    ...refused.map((r) => `line ${r.line}: ${r.message}${r.hint ? ` — ${r.hint}` : ''}`),
+  ].join('\n'));
+  if (refused.length) throw new ExitError(`${refused.length} line(s) of ${file} were refused`, exitCodes.refused, 'The others were handed off; fix those lines and send them again.');
+}
+
 export function registerTasks(program: Command): void {
-  withTaskOptions(program.command('handoff <to_agent> <title>'))
-    .description('hand a task to one agent')
+  withTaskOptions(program.command('handoff [to_agent] [title]'))
+    .description('hand a task to one agent, or many tasks from a JSON Lines file')
     .option('--allow-offline', 'queue it even if the agent is offline')
+    .option('--from-file <file>', 'hand off every task in this JSON Lines file (- for stdin), 1000 per request; each line {"to", "title", "payload", ...} as the client\'s handoff takes it')
     .addHelpText('after', `
 Example:
   $ baton handoff coder "Write a slugify function" --priority high --payload '{"spec": "ASCII, dashes"}' --deadline +2h
-  $ baton handoff coder "Compare the APIs" --input 3f2a1b:competitors.json --expect api-comparison.json --output-schema api-comparison.json=@schema.json`)
-    .action((to: string, title: string, opts: TaskOptions, command: Command) => send(command, to, title, opts));
+  $ baton handoff coder "Compare the APIs" --input 3f2a1b:competitors.json --expect api-comparison.json --output-schema api-comparison.json=@schema.json
+  $ baton handoff --from-file tasks.jsonl`)
+    .action((to: string | undefined, title: string | undefined, opts: TaskOptions & { fromFile?: string }, command: Command) => {
+      if (opts.fromFile) {
+        if (to || title) throw usageError('give either <to_agent> <title> or --from-file, not both', 'e.g. baton handoff --from-file tasks.jsonl');
+        return sendMany(command, opts.fromFile);
+      }
+      if (!to || !title) throw usageError('name the agent and the title', 'e.g. baton handoff coder "Write a slugify function"');
+      return send(command, to, title, opts);
+    });
 
   withTaskOptions(program.command('broadcast <title>'))
     .description('offer a task to every agent holding the required capabilities')

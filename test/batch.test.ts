@@ -1,0 +1,85 @@
+/** Batches: many hand-offs and outcomes in one request, each judged alone; daemons that never idle while work waits. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cliAs } from './cli.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { newAgent, runningTask, stack, uniqueId } from './helpers.js';
+
+describe('batch RPCs', () => {
+  it('hand off many tasks in one request; a bad one is refused alone', async () => {
+    const sender = await newAgent('bulk');
+    const worker = await newAgent('worker');
+    const answers = await sender.client.handoffMany([
+      { to: worker.id, title: 'one' },
+      { to: worker.id, title: '' },
+      { to: 'nobody-at-all', title: 'lost' },
+      { to: worker.id, title: 'two', payload: { n: 2 }, priority: 'high' },
+    ]);
+    expect(answers.map((a) => [a.index, a.code])).toEqual([[0, null], [1, 'BT005'], [2, 'BT002'], [3, null]]);
+    expect(answers[1]!.hint).toMatch(/non-empty title/);
+    const made = await Promise.all([answers[0]!, answers[3]!].map((a) => sender.client.getTask(a.task_id!)));
+    expect(made.map((t) => [t.title, t.from_agent, t.priority])).toEqual([['one', sender.id, 'medium'], ['two', sender.id, 'high']]);
+    expect((await sender.client.events(made[0]!.id)).map((e) => [e.actor, e.to_status])).toEqual([[sender.id, 'pending']]);
+  });
+
+  it('complete and fail many tasks in one request, each by its own rules', async () => {
+    const sender = await newAgent('sender');
+    const holder = await newAgent('holder', { maxConcurrent: 10 });
+    const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map((t) => runningTask(sender, holder, t)));
+    const needsOutput = await holder.client.claim((await sender.client.handoff({ to: holder.id, title: 'e', expectedOutputs: [{ name: 'out.txt' }] })).id, { start: true });
+    const answers = await holder.client.reportOutcomes([
+      { taskId: a!.id, claimToken: a!.claim_token, result: { status: 'success', summary: 'done a' } },
+      { taskId: b!.id, claimToken: crypto.randomUUID(), result: { status: 'success' } },
+      { taskId: c!.id, claimToken: c!.claim_token, error: 'broke', retry: true },
+      { taskId: d!.id, claimToken: d!.claim_token, result: { status: 'nope' } as never },
+      { taskId: needsOutput.id, claimToken: needsOutput.claim_token, result: { status: 'success' } },
+    ]);
+    expect(answers.map((x) => [x.status, x.code])).toEqual([['completed', null], [null, 'BT007'], ['pending', null], [null, 'BT005'], [null, 'BT012']]);
+    expect(await sender.client.getTask(b!.id)).toMatchObject({ status: 'in_progress' });
+    const [result] = await sender.client.messages({ taskId: a!.id, kind: 'result' });
+    expect(result!.body).toMatchObject({ status: 'completed', result: { summary: 'done a' } });
+    const [again] = await holder.client.reportOutcomes([{ taskId: a!.id, claimToken: a!.claim_token, error: 'too late' }]);
+    expect(again).toMatchObject({ task_id: a!.id, status: null, code: 'BT001' });
+  });
+
+  it('from a JSON Lines file with the CLI, listing the refused lines', async () => {
+    const sender = await newAgent('filer');
+    const worker = await newAgent('worker');
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'baton-jsonl-')), 'tasks.jsonl');
+    fs.writeFileSync(file, [
+      JSON.stringify({ to: worker.id, title: 'first' }), '', JSON.stringify({ to: worker.id, title: 'x'.repeat(300) }),
+      JSON.stringify({ to: worker.id, title: 'third', payload: { k: 1 } }),
+    ].join('\n'));
+    const run = cliAs(sender.token, stack);
+    const text = await run('handoff', '--from-file', file);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/^Handed off 2 of 3 task\(s\)\.\nline 3: the title is 300 characters long/);
+    const broken = await run('handoff', '--from-file', file.replace('tasks', 'missing'));
+    expect(broken.code).toBe(2);
+    fs.writeFileSync(file, `${JSON.stringify({ to: worker.id, title: 'ok' })}\n{not json`);
+    const bad = await run('handoff', '--from-file', file);
+    expect(bad).toMatchObject({ code: 2 });
+    expect(bad.stderr).toMatch(/line 2 of .* is not JSON.*Nothing was handed off/);
+    expect((await worker.client.listTasks({ box: 'mine' })).map((t) => t.title).sort()).toEqual(['first', 'third']);
+  });
+});
+
+describe('a work-conserving daemon', () => {
+  it('claims again as soon as a slot frees while the queue gives work, not at its next poll', async () => {
+    const capability = uniqueId('queue');
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker', { capabilities: [capability] });
+    const answers = await boss.client.handoffMany(Array.from({ length: 30 }, (_, i) => ({ title: `job ${i}`, requiredCapabilities: [capability] })));
+    // It polls once an hour: only claiming again as slots free can drain 30 tasks with 3 slots.
+    await daemon(worker, {
+      capabilities: [capability], maxConcurrent: 3, poll: '0 0 * * * *',
+      executors: { '*': async () => { await new Promise((r) => setTimeout(r, 20)); return 'done'; } },
+    });
+    await eventually(async () => {
+      const states = await Promise.all(answers.map((a) => boss.client.getTask(a.task_id!)));
+      return states.every((t) => t.status === 'completed');
+    }, 25_000, 'all 30 tasks to complete');
+  });
+});

@@ -1,0 +1,45 @@
+/**
+ * A stack of a test file's own, for tests whose agents would claim other files' work (or whose work
+ * other files' agents would claim) on the shared one: capability-free broadcasts, claim-next at random.
+ */
+import fs from 'node:fs';
+import { afterAll, beforeAll } from 'vitest';
+import { createAdminClient, type AdminClient } from '../src/client/admin.js';
+import { createBatonClient } from '../src/client/agent.js';
+import { startStack, type Stack } from '../src/stack/index.js';
+import { freePort } from '../src/stack/ports.js';
+import type { StackEnv } from '../src/stack/state.js';
+import { makeStackDir } from './global-setup.js';
+import { uniqueId, type TestAgent } from './helpers.js';
+
+export interface OwnStack {
+  env: StackEnv;
+  admin: AdminClient;
+  newAgent(prefix: string, options?: { capabilities?: string[]; maxConcurrent?: number }): Promise<TestAgent>;
+}
+
+/** Starts a stack before the file's tests and stops it after; read `env` and `admin` inside tests. */
+export function ownStack(prefix: string): OwnStack {
+  const dir = makeStackDir(`baton-${prefix}-`);
+  let stack: Stack | undefined;
+  const own = {
+    env: undefined as unknown as StackEnv,
+    admin: undefined as unknown as AdminClient,
+    async newAgent(agentPrefix: string, options: { capabilities?: string[]; maxConcurrent?: number } = {}): Promise<TestAgent> {
+      const id = uniqueId(agentPrefix);
+      const { token } = await own.admin.createAgent({ id, ...options });
+      return { id, token, client: createBatonClient({ url: own.env.SUPABASE_URL, anonKey: own.env.SUPABASE_ANON_KEY, token }) };
+    },
+  };
+  beforeAll(async () => {
+    const apiPort = await freePort();
+    stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
+    own.env = stack.env;
+    own.admin = createAdminClient({ url: stack.env.SUPABASE_URL, serviceRoleKey: stack.env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: stack.env.SUPABASE_JWT_SECRET });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return own;
+}
