@@ -17,7 +17,7 @@ declare
   settings public.baton_settings := baton_private.settings();
   widest integer;
 begin
-  if value is null or jsonb_typeof(value) not in ('object', 'array') then
+  if value is null or jsonb_typeof(value) not in ('object', 'array') or value in ('{}'::jsonb, '[]'::jsonb) then
     return;
   end if;
   if jsonb_path_exists(value, format('strict $.**{%s to last}', settings.max_json_depth)::jsonpath) then

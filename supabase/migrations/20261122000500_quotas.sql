@@ -61,6 +61,12 @@ begin
 end
 $$;
 
+-- A batch (handoff_tasks, report_outcomes) counts its tasks once, at its end: updating one counter row a
+-- thousand times in one transaction walks an ever longer chain of row versions.
+create function baton_private.in_batch() returns boolean
+language sql stable set search_path = ''
+as $$ select coalesce(current_setting('baton.batch', true), '') = 'on' $$;
+
 create function baton_private.tg_task_handoffs__quota() returns trigger
 language plpgsql security definer set search_path = ''
 as $$
@@ -68,6 +74,9 @@ declare
   settings public.baton_settings := baton_private.settings();
   open_now integer;
 begin
+  if baton_private.in_batch() then
+    return new;
+  end if;
   -- Every new task counts as open for its sender, whoever made it, so that finishing it balances.
   insert into public.agent_usage as u (agent_id, open_tasks) values (new.from_agent, 1)
   on conflict (agent_id) do update set open_tasks = u.open_tasks + 1
@@ -92,6 +101,9 @@ create function baton_private.tg_task_handoffs__close_usage() returns trigger
 language plpgsql security definer set search_path = ''
 as $$
 begin
+  if baton_private.in_batch() then
+    return null;
+  end if;
   update public.agent_usage u set open_tasks = greatest(u.open_tasks - closed.n, 0)
   from (
     select n.from_agent, count(*)::integer as n from changed n join previous o on o.id = n.id

@@ -225,12 +225,14 @@ declare
   outcome jsonb;
   done public.task_handoffs;
   err_hint text;
+  closed uuid[] := '{}';
 begin
   perform baton_private.require_agent();
   if jsonb_typeof(p_outcomes) <> 'array' or jsonb_array_length(p_outcomes) > 1000 then
     raise exception 'outcomes must be an array of at most 1000 items' using errcode = 'BT005',
       hint = 'Send [{"task_id": "…", "claim_token": "…", "result": {"status": "success"}}, …].';
   end if;
+  perform set_config('baton.batch', 'on', true);
   for outcome in select value from jsonb_array_elements(p_outcomes) loop
     begin
       if outcome ? 'error' then
@@ -240,6 +242,9 @@ begin
         done := public.complete_task((outcome ->> 'task_id')::uuid, (outcome ->> 'claim_token')::uuid,
                                      coalesce(outcome -> 'result', '{"status": "success"}'));
       end if;
+      if done.status in ('completed', 'failed') then
+        closed := closed || done.id;
+      end if;
       return query select done.id, done.status, null::text, null::text, null::text;
     exception when others then
       get stacked diagnostics err_hint = pg_exception_hint;
@@ -247,6 +252,11 @@ begin
                           null::public.task_status, sqlstate::text, sqlerrm, nullif(err_hint, '');
     end;
   end loop;
+  perform set_config('baton.batch', '', true);
+  -- The tasks that became final no longer count as open for their senders: one update per sender.
+  update public.agent_usage u set open_tasks = greatest(u.open_tasks - c.n, 0)
+  from (select t.from_agent, count(*)::integer as n from public.task_handoffs t where t.id = any (closed) group by t.from_agent) c
+  where u.agent_id = c.from_agent;
 end
 $$;
 comment on function public.report_outcomes is 'Completes or fails many held tasks in one call, each by the rules of complete_task and fail_task; a refused one comes back with its code, message and hint, and the others are not affected.';
@@ -257,45 +267,73 @@ returns table (index integer, task_id uuid, code text, message text, hint text)
 language plpgsql security definer set search_path = ''
 as $$
 declare
+  me text := baton_private.require_agent();
+  settings public.baton_settings := baton_private.settings();
+  usage public.agent_usage;
   item jsonb;
   i integer := 0;
   made public.task_handoffs;
+  count_made integer := 0;
+  allowance integer;
   err_hint text;
 begin
-  perform baton_private.require_agent();
   if jsonb_typeof(p_tasks) <> 'array' or jsonb_array_length(p_tasks) > 1000 then
     raise exception 'tasks must be an array of at most 1000 items' using errcode = 'BT005',
       hint = 'Send [{"title": "…", "to_agent": "coder", "payload": {}}, …].';
   end if;
+  -- The quotas for the whole batch, counted once: what is left of this minute's hand-offs and of the
+  -- open tasks allowed.
+  insert into public.agent_usage as u (agent_id) values (me) on conflict (agent_id) do nothing;
+  select * into usage from public.agent_usage u where u.agent_id = me for update;
+  allowance := least(
+    settings.handoffs_per_minute - case when usage.minute = date_trunc('minute', now()) then usage.handoffs else 0 end,
+    settings.open_tasks_per_sender - usage.open_tasks);
+  perform set_config('baton.batch', 'on', true);
   for item in select value from jsonb_array_elements(p_tasks) loop
-    begin
-      made := public.handoff_task(
-        p_title => item ->> 'title',
-        p_to_agent => item ->> 'to_agent',
-        p_description => item ->> 'description',
-        p_priority => coalesce(item ->> 'priority', 'medium')::public.task_priority,
-        p_payload => coalesce(item -> 'payload', '{}'),
-        p_required_capabilities => coalesce(array(select jsonb_array_elements_text(item -> 'required_capabilities')), '{}'),
-        p_deadline => (item ->> 'deadline')::timestamptz,
-        p_max_attempts => coalesce((item ->> 'max_attempts')::integer, 3),
-        p_parent_task_id => (item ->> 'parent_task_id')::uuid,
-        p_idempotency_key => item ->> 'idempotency_key',
-        p_allow_offline => coalesce((item ->> 'allow_offline')::boolean, true),
-        p_lease_seconds => (item ->> 'lease_seconds')::integer,
-        p_expected_outputs => coalesce(item -> 'expected_outputs', '[]'),
-        p_input_artifacts => coalesce(item -> 'input_artifacts', '[]'));
-      return query select i, made.id, null::text, null::text, null::text;
-    exception when others then
-      get stacked diagnostics err_hint = pg_exception_hint;
-      return query select i, null::uuid, sqlstate::text, sqlerrm, nullif(err_hint, '');
-    end;
+    if count_made >= allowance then
+      return query select i, null::uuid, 'BT013'::text,
+        format('agent "%s" reached its quota of hand-offs per minute or of open tasks', me),
+        format('Try again in %s s; an operator can raise baton_settings.handoffs_per_minute or open_tasks_per_sender.',
+               greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1));
+    else
+      begin
+        made := public.handoff_task(
+          p_title => item ->> 'title',
+          p_to_agent => item ->> 'to_agent',
+          p_description => item ->> 'description',
+          p_priority => coalesce(item ->> 'priority', 'medium')::public.task_priority,
+          p_payload => coalesce(item -> 'payload', '{}'),
+          p_required_capabilities => coalesce(array(select jsonb_array_elements_text(item -> 'required_capabilities')), '{}'),
+          p_deadline => (item ->> 'deadline')::timestamptz,
+          p_max_attempts => coalesce((item ->> 'max_attempts')::integer, 3),
+          p_parent_task_id => (item ->> 'parent_task_id')::uuid,
+          p_idempotency_key => item ->> 'idempotency_key',
+          p_allow_offline => coalesce((item ->> 'allow_offline')::boolean, true),
+          p_lease_seconds => (item ->> 'lease_seconds')::integer,
+          p_expected_outputs => coalesce(item -> 'expected_outputs', '[]'),
+          p_input_artifacts => coalesce(item -> 'input_artifacts', '[]'));
+        if made.created_at = now() then
+          count_made := count_made + 1;
+        end if;
+        return query select i, made.id, null::text, null::text, null::text;
+      exception when others then
+        get stacked diagnostics err_hint = pg_exception_hint;
+        return query select i, null::uuid, sqlstate::text, sqlerrm, nullif(err_hint, '');
+      end;
+    end if;
     i := i + 1;
   end loop;
+  perform set_config('baton.batch', '', true);
+  update public.agent_usage u
+  set minute = date_trunc('minute', now()),
+      handoffs = case when u.minute = date_trunc('minute', now()) then u.handoffs else 0 end + count_made,
+      open_tasks = u.open_tasks + count_made
+  where u.agent_id = me;
 end
 $$;
 comment on function public.handoff_tasks is 'Hands off many tasks in one call, each as handoff_task would (its arguments without the p_ prefix); a refused one comes back with its index, code, message and hint, and the others are made.';
 
 revoke all on function public.report_outcomes, public.handoff_tasks from public, anon;
 grant execute on function public.report_outcomes, public.handoff_tasks to authenticated;
-revoke execute on function baton_private.event_actor(), baton_private.tg_task_handoffs__record_created(),
+revoke execute on function baton_private.event_actor(), baton_private.in_batch(), baton_private.tg_task_handoffs__record_created(),
   baton_private.tg_task_handoffs__record_changed() from public, anon, authenticated;
