@@ -11,7 +11,9 @@ describe('CLI errors', () => {
     expect(unknown.stdout).toBe('');
     expect(JSON.parse(unknown.stderr)).toEqual({ error: { code: 'USAGE', message: "unknown option '--bogus'", hint: 'see --help' } });
     const missing = await baton(['handoff', '--json']);
-    expect(JSON.parse(missing.stderr).error.message).toMatch(/missing required argument/);
+    expect(JSON.parse(missing.stderr).error).toMatchObject({ message: 'name the agent and the title', hint: expect.stringContaining('baton handoff coder') });
+    const missingArg = await baton(['reject', '--json']);
+    expect(JSON.parse(missingArg.stderr).error.message).toMatch(/missing required argument/);
   });
 
   it('leave quietly when the reader closes the pipe early', async () => {

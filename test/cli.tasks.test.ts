@@ -169,7 +169,7 @@ describe('baton task commands', async () => {
 
     const shown = parsed(await asAlice('show', task.id.slice(0, 7), '--json'));
     expect(z.array(TaskEvent).parse(shown.events).map((e) => e.to_status))
-      .toEqual(['pending', 'claimed', 'in_progress', 'input_required', 'in_progress', 'completed']);
+      .toEqual(['pending', 'in_progress', 'input_required', 'in_progress', 'completed']);
     expect(z.array(Message).parse(shown.messages).map((m) => m.kind)).toEqual(['progress', 'question', 'answer', 'result']);
     const text = (await asAlice('show', task.id)).stdout;
     expect(text).toMatch(/^id\s+[0-9a-f-]{36}$/m);

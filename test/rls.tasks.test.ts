@@ -81,7 +81,7 @@ describe('task visibility and rights', async () => {
 
   it('shows history only with the task', async () => {
     const task = await runningTask(alice, bob);
-    expect((await alice.client.events(task.id)).map((e) => e.to_status)).toEqual(['pending', 'claimed', 'in_progress']);
+    expect((await alice.client.events(task.id)).map((e) => e.to_status)).toEqual(['pending', 'in_progress']);
     expect((await alice.client.events(task.id))[1]!.actor).toBe(bob.id);
     expect(await carol.client.events(task.id)).toEqual([]);
   });
