@@ -79,12 +79,15 @@ begin
   end if;
   mine := baton_private.agent_capabilities(me);
   -- Look before locking anything: an empty poll writes nothing.
+  -- (Two tests, not one with an OR, so that each reads its own partial index.)
   if not exists (
-    select from public.task_handoffs t
-    where t.status = 'pending' and (t.not_before is null or t.not_before <= now())
-      and (t.to_agent = me or (t.to_agent is null and t.required_capabilities <@ mine
-                               and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me)))
-  ) then
+       select from public.task_handoffs t
+       where t.status = 'pending' and t.to_agent = me and (t.not_before is null or t.not_before <= now()))
+     and not exists (
+       select from public.task_handoffs t
+       where t.status = 'pending' and t.to_agent is null and t.required_capabilities <@ mine
+         and (t.not_before is null or t.not_before <= now())
+         and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me)) then
     return;
   end if;
   wanted := least(p_limit, baton_private.free_capacity(me));
