@@ -54,6 +54,11 @@ try {
   const { env } = stack;
   // An operator raising the quotas for a bulk run, as the README says to.
   await db.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
+  // BENCH_PROFILE=1: where Postgres spends its time, by SQL function (track_functions).
+  if (process.env.BENCH_PROFILE) {
+    await db.query("alter system set track_functions = 'all'");
+    await db.query('select pg_reload_conf()');
+  }
   const admin = createAdminClient({ url: env.SUPABASE_URL, serviceRoleKey: env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: env.SUPABASE_JWT_SECRET });
   const connect = async (id: string, capabilities: string[] = []) => {
     const { token } = await admin.createAgent({ id, capabilities, maxConcurrent: 10 });
@@ -111,6 +116,12 @@ try {
   const { rows } = await db.query(`select extract(epoch from started_at - created_at) * 1000 as ms from task_handoffs where $1 = any(required_capabilities) and started_at is not null`, [capability]);
   const latencies = rows.map((r) => Number(r.ms));
 
+  if (process.env.BENCH_PROFILE) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const { rows: top } = await db.query(`select funcname, calls, round(total_time::numeric) as total_ms, round(self_time::numeric) as self_ms
+      from pg_stat_user_functions order by self_time desc limit 20`);
+    console.table(top);
+  }
   say('');
   say(`| Baton, ${TASKS} no-op tasks, ${DAEMONS} daemons × 10, poll 1 s (median of ${RUNS}) | |`);
   say('| --- | --- |');
