@@ -48,6 +48,16 @@ type Pick<T> = (world: World) => T;
 const taskRef = mostly(fc.nat().map((i): Pick<string> => (w) => w.tasks[w.tasks.length - 1 - (i % Math.max(w.tasks.length, 1))] ?? crypto.randomUUID()),
   fc.constant<Pick<string>>(() => crypto.randomUUID()));
 
+/** A task in `status` among the world's, at random; else any task reference. */
+function inStatus(status: string): fc.Arbitrary<Pick<Promise<string>>> {
+  return fc.tuple(taskRef, fc.double({ min: 0, max: 1, noNaN: true })).map(([fallback, r]) => async (w) => {
+    const { rows } = await db.query(
+      `select id from task_handoffs where status = $1 and id = any($2) order by id offset floor($3::float8 * (select count(*) from task_handoffs where status = $1 and id = any($2))) limit 1`,
+      [status, w.tasks, r]);
+    return rows[0]?.id ?? fallback(w);
+  });
+}
+
 /** Who usually makes a call about a task: its holder, sender or addressee (sometimes anyone). */
 const party = mostly(fc.constantFrom('claimed_by', 'from_agent', 'to_agent'), fc.constant(undefined));
 async function partyOf(id: string, column: string | undefined): Promise<string | undefined> {
@@ -82,9 +92,10 @@ const calls: fc.Arbitrary<Call>[] = [
   fc.record({ limit: mostly(fc.integer({ min: 1, max: 5 }), fc.integer({ min: -1, max: 2000 })), start: mostly(fc.constant(true), fc.constant(false)), caps: fc.option(fc.subarray(capabilities)) })
     .map((a): Call => async () => ['claim_next_tasks', { p_limit: a.limit, p_start: a.start, p_capabilities: a.caps }]),
   ...(['start_task', 'complete_task', 'fail_task', 'release_task', 'decline_task'] as const).map((fn) =>
-    fc.record({ task: taskRef, token: fc.nat(9), result, reason: text, retry: fc.boolean(), problems: fc.option(json), holder: mostly(fc.constant(true), fc.constant(false)) })
+    fc.record({ task: mostly(inStatus(fn === 'start_task' ? 'claimed' : 'in_progress'), taskRef.map((f) => async (w: World) => f(w))), token: fc.nat(9), result, reason: text,
+      retry: fc.boolean(), problems: fc.option(json), holder: mostly(fc.constant(true), fc.constant(false)) })
       .map((a): Call => async (w) => {
-        const id = a.task(w);
+        const id = await a.task(w);
         const args: Record<string, unknown> = { p_task_id: id, p_claim_token: await tokenFor(id, a.token) };
         if (fn === 'complete_task') args.p_result = a.result;
         if (fn === 'fail_task') Object.assign(args, { p_error: a.reason, p_retry: a.retry, p_problems: a.problems });
@@ -206,7 +217,7 @@ describe('fuzzing every RPC', () => {
         expect(failures).toEqual([]);
       }
       expect(await invariants(ids)).toEqual([]);
-    }), { numRuns: 40, endOnFailure: true });
+    }), { numRuns: 40, endOnFailure: true, seed: Number(process.env.FUZZ_SEED ?? 20261122) });
     if (process.env.FUZZ_REPORT) console.log([...world.outcomes].sort().map(([k, v]) => `${k}: ${v}`).join('\n'));
     // The calls got past the refusals to real work.
     for (const fn of ['handoff_task', 'claim_task', 'claim_next_tasks', 'complete_task', 'fail_task', 'report_progress', 'sweep_tasks']) {

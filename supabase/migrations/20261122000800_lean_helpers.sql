@@ -55,3 +55,16 @@ $$;
 
 -- check_json_shape now reads the settings as the requesting role.
 grant execute on function baton_private.settings() to authenticated, service_role;
+
+-- Every history note stays within 2,000 characters, whoever writes it (reassign_task writes its own;
+-- the fuzz test found a 5,000-character one).
+create function baton_private.tg_task_events__bound_note() returns trigger
+language plpgsql set search_path = ''
+as $$
+begin
+  new.note := left(new.note, 2000);
+  return new;
+end
+$$;
+create trigger bound_note before insert on public.task_events
+  for each row when (length(new.note) > 2000) execute function baton_private.tg_task_events__bound_note();
