@@ -12,6 +12,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, startStack, type BatonAgent } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
+import { postgresCpuSeconds } from './postgres-cpu.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 5000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -25,25 +26,6 @@ const pct = (xs: number[], p: number) => sorted(xs)[Math.min(xs.length - 1, Math
 let requests = 0;
 const realFetch = globalThis.fetch;
 globalThis.fetch = ((...args: Parameters<typeof fetch>) => { requests += 1; return realFetch(...args); }) as typeof fetch;
-
-/** CPU seconds used so far by every Postgres process of the stack (from /proc, Linux only). */
-function postgresCpuSeconds(dataDir: string): number {
-  const tick = 100; // USER_HZ on Linux
-  let total = 0;
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      if (!(comm === 'postgres' || cmd.includes(dataDir))) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) / tick;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
-}
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-throughput-'));
 fs.chmodSync(dir, 0o755);
@@ -74,7 +56,7 @@ try {
       url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token: w.token, capabilities: [capability], maxConcurrent: 10,
       poll: '* * * * * *', executors: { '*': () => undefined },
     }));
-    const cpuBefore = postgresCpuSeconds(dir);
+    const cpuBefore = postgresCpuSeconds();
     const requestsBefore = requests;
     const started = performance.now();
     for (let i = 0; i < TASKS; i += 1000) {
@@ -88,7 +70,7 @@ try {
       await new Promise((r) => setTimeout(r, 50));
     }
     const drained = performance.now();
-    const cpu = postgresCpuSeconds(dir) - cpuBefore;
+    const cpu = postgresCpuSeconds() - cpuBefore;
     const used = requests - requestsBefore;
     await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
     const result = {
