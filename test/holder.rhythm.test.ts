@@ -3,53 +3,72 @@
  * miss two wake-ups: the protocol's HEARTBEAT flow, run with the CLI as separate processes, while
  * another agent sweeps.
  */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cliAs, parsed } from './cli.js';
 import { eventually } from './daemon-helpers.js';
 import { newAgent, stack } from './helpers.js';
 
+const scripts = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'scripts', 'agentcomms');
+
+/** Runs scripts/agentcomms/<name>.sh as the agent holding `token`, as a bot's HEARTBEAT would. */
+function protocolScript(token: string) {
+  return (name: string, ...args: string[]) => new Promise<{ code: number; stdout: string }>((resolve) => {
+    execFile(path.join(scripts, `${name}.sh`), args, {
+      env: { ...process.env, NO_COLOR: '1', SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: token },
+    }, (error, stdout) => resolve({ code: error ? Number(error.code) || 1 : 0, stdout: stdout.trim() }));
+  });
+}
+
 describe('a hand-driven holder', { timeout: 90_000 }, () => {
-  it('keeps a task through several sweeps while it wakes on its rhythm, then completes it', async () => {
+  it('keeps a task through several sweeps while it wakes on its rhythm, then completes it (the protocol\'s HEARTBEAT flow, with its scripts)', async () => {
     const sender = await newAgent('sender');
     const bot = await newAgent('bot');
     const sweeper = await newAgent('sweeper');
     const run = cliAs(bot.token, stack);
-    // Claims hold for the lease (5 s here) plus two wake-ups (2 s each) past the bot's last call.
-    expect(parsed(await run('status', 'on a 2-second HEARTBEAT', '--every', '2s', '--json'))).toMatchObject({ poll_interval: '00:00:02' });
+    const script = protocolScript(bot.token);
+    // The bot says it wakes every 4 s: its claims survive two missed wake-ups (8 s), longer than the
+    // task's 5 s lease.
+    expect(parsed(await run('status', 'on a 4-second HEARTBEAT', '--every', '4s', '--json'))).toMatchObject({ poll_interval: '00:00:04' });
     const task = await sender.client.handoff({ to: bot.id, title: 'long research', leaseSeconds: 5 });
 
     // Wake: check the inbox, claim the highest-priority task.
-    const inbox = parsed(await run('tasks', '--mine', '--json')) as Array<{ id: string }>;
-    expect(inbox.map((t) => t.id)).toContain(task.id);
-    expect((await run('claim', task.id)).code).toBe(0);
+    expect((await script('tasks', '--mine')).stdout).toContain(`[pending] ${task.id} - long research`);
+    expect((await script('claim', task.id)).stdout).toBe(`✅ Claimed: ${task.id} - long research`);
 
-    // The work spans far more than the claim's 9 s of grace; the bot keeps waking every 2 s.
+    // The work spans far more than 8 s; the bot keeps waking every 4 s while another agent sweeps.
     const started = Date.now();
-    while (Date.now() - started < 14_000) {
-      await sleep(2000);
-      expect((await run('tasks', '--mine')).code).toBe(0);
+    while (Date.now() - started < 20_000) {
+      await sleep(4000);
+      expect((await script('tasks', '--mine')).stdout).toContain(`[in_progress] ${task.id}`);
       await sweeper.client.sweep();
     }
     expect(await sender.client.getTask(task.id)).toMatchObject({ status: 'in_progress', claimed_by: bot.id, attempts: 1 });
-    const done = await run('complete', task.id, '--summary', 'found it');
-    expect(done.code, done.stderr).toBe(0);
-    expect(await sender.client.getTask(task.id)).toMatchObject({ status: 'completed', result: { summary: 'found it' } });
+    expect((await script('complete', task.id, '{"findings": "found it"}')).stdout).toBe(`✅ Completed: ${task.id}`);
+    expect(await sender.client.getTask(task.id)).toMatchObject({ status: 'completed', result: { status: 'success', findings: 'found it' } });
     expect((await sender.client.events(task.id)).some((e) => e.actor === 'sweep')).toBe(false);
   });
 
-  it('loses the task once it misses two wake-ups past the lease, and its late completion is refused', async () => {
+  it('loses the task within two missed wake-ups, and its late completion is refused', async () => {
     const sender = await newAgent('sender');
     const bot = await newAgent('bot');
     const sweeper = await newAgent('sweeper');
     const run = cliAs(bot.token, stack);
-    await run('status', '--every', '2s');
+    await run('status', '--every', '4s');
     const task = await sender.client.handoff({ to: bot.id, title: 'abandoned', leaseSeconds: 5 });
     await run('claim', task.id);
+    // The database holds the claim for two wake-ups (8 s) past the bot's last call, not the 5 s lease.
+    const before = Date.now();
+    const [held] = parsed(await run('renew', task.id, '--json')) as Array<{ lease_expires_at: string }>;
+    expect(Date.parse(held!.lease_expires_at) - before).toBeGreaterThan(7000);
+    expect(Date.parse(held!.lease_expires_at) - before).toBeLessThan(9500);
     const silentSince = Date.now();
 
     // One wake-up missed: still held.
-    await sleep(2500);
+    await sleep(4500);
     await sweeper.client.sweep();
     expect((await sender.client.getTask(task.id)).claimed_by).toBe(bot.id);
 
@@ -58,9 +77,9 @@ describe('a hand-driven holder', { timeout: 90_000 }, () => {
       const t = await sender.client.getTask(task.id);
       return t.status === 'pending' && t;
     }, 20_000, 'the sweep to re-queue the silent holder\'s task');
-    // 5 s lease + two 2 s wake-ups after its last recorded beat (beats are recorded at most once a second).
+    // Not before two 4 s wake-ups after its last recorded beat (beats are recorded at most once a second).
     expect(Date.now() - silentSince).toBeGreaterThanOrEqual(7000);
-    expect(requeued.status_reason).toMatch(new RegExp(`^holder ${bot.id} unheard since .* \\(lease 00:00:05, wakes every 00:00:02\\); re-queued after attempt 1 of 3$`));
+    expect(requeued.status_reason).toMatch(new RegExp(`^holder ${bot.id} unheard since .* \\(lease 00:00:05, wakes every 00:00:04\\); re-queued after attempt 1 of 3$`));
     const late = await run('complete', task.id, '--summary', 'too late');
     expect(late.code).toBe(1);
   });

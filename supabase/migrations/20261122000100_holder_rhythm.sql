@@ -46,15 +46,15 @@ as $$
 $$;
 
 -- The one rule for how long a claim holds: while its lease runs, and while its holder keeps being heard
--- from within the claim's lease plus two of the holder's declared wake-ups.
+-- from within two of its declared wake-ups, or within the claim's lease if that is longer. A bot on a
+-- 15-minute cron loses a claim once it misses two wake-ups (30 minutes), not to a 5-minute lease.
 create function baton_private.claim_expires_at(t public.task_handoffs, holder public.agents) returns timestamptz
 language sql stable security definer set search_path = ''
 as $$
   select greatest(
     t.lease_expires_at,
     holder.last_heartbeat
-      + coalesce(t.claim_lease, (baton_private.settings()).default_lease)
-      + 2 * coalesce(holder.poll_interval, interval '0')
+      + greatest(coalesce(t.claim_lease, (baton_private.settings()).default_lease), 2 * coalesce(holder.poll_interval, interval '0'))
   )
 $$;
 
@@ -214,7 +214,7 @@ begin
     'requeued_unstarted', unstarted, 'requeued_expired', expired, 'dead_lettered', dead, 'deadline_cancelled', overdue);
 end
 $$;
-comment on function public.sweep_tasks is 'Re-queues claims that lapsed by baton_private.claim_expires_at (the holder went unheard past the lease plus two of its wake-ups), fails tasks out of attempts, cancels pending tasks past their deadline. Cheap when nothing is due; safe to run from many daemons at once (SKIP LOCKED). Schedule it with pg_cron on a hosted project: select public.sweep_tasks();';
+comment on function public.sweep_tasks is 'Re-queues claims that lapsed by baton_private.claim_expires_at (the holder went unheard for two of its wake-ups, or the lease if longer), fails tasks out of attempts, cancels pending tasks past their deadline. Cheap when nothing is due; safe to run from many daemons at once (SKIP LOCKED). Schedule it with pg_cron on a hosted project: select public.sweep_tasks();';
 
 revoke all on function baton_private.record_beat(text), baton_private.claim_expires_at(public.task_handoffs, public.agents),
   baton_private.lapse_reason(public.task_handoffs, public.agents), baton_private.tg_agents__heard_from()

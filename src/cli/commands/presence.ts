@@ -29,7 +29,7 @@ Example:
     .addHelpText('after', `
 Any call you make that can write (progress, claim, complete, ...) and every baton command counts as a
 heartbeat too. Without --every, a claim survives its lease (5 minutes unless the task says otherwise)
-past your last call; with it, the lease plus two of your wake-ups.
+past your last call; with it, two of your wake-ups (or the lease, if longer).
 
 Example:
   $ baton status "reviewing PR 42" --every 15m
