@@ -44,6 +44,37 @@ describe('batch RPCs', () => {
     expect(again).toMatchObject({ task_id: a!.id, status: null, code: 'BT001' });
   });
 
+  it('complete plain outcomes together and the rest one by one, answering in order', async () => {
+    const sender = await newAgent('sender');
+    const holder = await newAgent('holder', { maxConcurrent: 10 });
+    const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map((t) => runningTask(sender, holder, t)));
+    const needsOutput = await holder.client.claim((await sender.client.handoff({ to: holder.id, title: 'e', expectedOutputs: [{ name: 'out.txt' }] })).id, { start: true });
+    const answers = await holder.client.reportOutcomes([
+      { taskId: a!.id, claimToken: a!.claim_token, result: { status: 'success', summary: 'a' } },
+      { taskId: b!.id, claimToken: b!.claim_token, result: { status: 'success', summary: 'b once' } },
+      { taskId: b!.id, claimToken: b!.claim_token, result: { status: 'success', summary: 'b twice' } },
+      { taskId: needsOutput.id, claimToken: needsOutput.claim_token, result: { status: 'success' } },
+      { taskId: c!.id, claimToken: c!.claim_token, result: { status: 'success', handoff: { to_agent: sender.id, title: 'follow-up of c' } } },
+      { taskId: d!.id, claimToken: crypto.randomUUID(), result: { status: 'success' } },
+      { taskId: 'not-a-task', claimToken: d!.claim_token, result: { status: 'success' } },
+    ]);
+    expect(answers.map((x) => [x.status, x.code])).toEqual([
+      ['completed', null], ['completed', null], [null, 'BT001'], [null, 'BT012'], ['completed', null], [null, 'BT007'], [null, '22P02'],
+    ]);
+    expect(answers[0]!.task_id).toBe(a!.id);
+    // Each completed task has its one event, by its holder, and its result message to the sender.
+    for (const [task, summary] of [[a!, 'a'], [b!, 'b once']] as const) {
+      const events = await sender.client.events(task.id);
+      expect(events.at(-1)).toMatchObject({ actor: holder.id, from_status: 'in_progress', to_status: 'completed' });
+      expect(events.filter((e) => e.to_status === 'completed')).toHaveLength(1);
+      const [result] = await sender.client.messages({ taskId: task.id, kind: 'result' });
+      expect(result).toMatchObject({ from_agent: holder.id, to_agent: sender.id, body: { status: 'completed', result: { summary } } });
+    }
+    expect((await sender.client.listTasks({ box: 'mine' })).map((t) => t.title)).toContain('follow-up of c');
+    expect(await sender.client.getTask(d!.id)).toMatchObject({ status: 'in_progress' });
+    expect(await sender.client.getTask(needsOutput.id)).toMatchObject({ status: 'in_progress' });
+  });
+
   it('from a JSON Lines file with the CLI, listing the refused lines', async () => {
     const sender = await newAgent('filer');
     const worker = await newAgent('worker');
