@@ -1,10 +1,12 @@
 /**
  * Throughput on the embedded stack: bulk hand-offs, then four in-process daemons (maxConcurrent 10,
  * polling every second) draining no-op broadcasts end to end; HTTP requests and Postgres CPU per task;
- * and hand-off → start latency with idle daemons. Medians of BENCH_RUNS runs.
+ * and hand-off → start latency with idle daemons. Then the same workload for pg-boss and
+ * graphile-worker on the same Postgres (scripts/peers.ts), and one table with the ratios.
+ * Medians of BENCH_RUNS runs.
  *
  *   npm run bench:throughput
- *   BENCH_TASKS=2000 BENCH_RUNS=1 npm run bench:throughput
+ *   BENCH_TASKS=2000 BENCH_RUNS=1 BENCH_PEERS=0 npm run bench:throughput
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +14,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, startStack, type BatonAgent } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
+import { benchPeer, peers, type PeerResult } from './peers.js';
 import { postgresCpuSeconds } from './postgres-cpu.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 5000);
@@ -104,14 +107,41 @@ try {
       from pg_stat_user_functions order by self_time desc limit 20`);
     console.table(top);
   }
+  const peerResults: Array<[string, PeerResult[] | Error]> = [];
+  if (process.env.BENCH_PEERS !== '0') {
+    for (const name of Object.keys(peers) as Array<keyof typeof peers>) {
+      say(`${name}…`);
+      peerResults.push([name, await benchPeer(name, env.DATABASE_URL, TASKS, RUNS).catch((err: unknown) => err as Error)]);
+    }
+  }
+
+  type Row = { e2e: number; handoffs: number; requests?: number; cpu: number; p50: number; p95: number };
+  const rowOf = (xs: Array<{ e2e: number; handoffs: number; requests?: number; cpu: number }>, lat: number[]): Row => ({
+    e2e: median(xs.map((x) => x.e2e)), handoffs: median(xs.map((x) => x.handoffs)),
+    requests: xs[0]!.requests === undefined ? undefined : median(xs.map((x) => x.requests!)),
+    cpu: median(xs.map((x) => x.cpu)), p50: pct(lat, 0.5), p95: pct(lat, 0.95),
+  });
+  const columns: Array<[string, Row | Error]> = [
+    ['Baton', rowOf(results.map((r) => ({ e2e: r.tasksPerSecond, handoffs: r.handoffsPerSecond, requests: r.requestsPerTask, cpu: r.cpuMsPerTask })), latencies)],
+    ...peerResults.map(([name, r]): [string, Row | Error] => [name, r instanceof Error ? r
+      : rowOf(r.map((x) => ({ e2e: x.jobsPerSecond, handoffs: x.insertsPerSecond, cpu: x.cpuMsPerJob })), r[0]!.latencies)]),
+  ];
+  const baton = columns[0]![1] as Row;
+  const cell = (row: Row | Error, show: (r: Row) => string) => (row instanceof Error ? `failed: ${row.message}` : show(row));
+  const ratio = (row: Row | Error, pick: (r: Row) => number) => (row instanceof Error ? '' : ` (Baton ${(pick(baton) / pick(row)).toFixed(2)}×)`);
+  const n0 = (x: number) => x.toFixed(0);
   say('');
-  say(`| Baton, ${TASKS} no-op tasks, ${DAEMONS} daemons × 10, poll 1 s (median of ${RUNS}) | |`);
-  say('| --- | --- |');
-  say(`| end to end | ${median(results.map((r) => r.tasksPerSecond)).toFixed(0)} tasks/s |`);
-  say(`| bulk hand-off (handoffMany, 1000 per request) | ${median(results.map((r) => r.handoffsPerSecond)).toFixed(0)} tasks/s |`);
-  say(`| HTTP requests per task | ${median(results.map((r) => r.requestsPerTask)).toFixed(2)} |`);
-  say(`| Postgres CPU per task (hand-off + claim + complete) | ${median(results.map((r) => r.cpuMsPerTask)).toFixed(2)} ms |`);
-  say(`| hand-off → start, idle daemon polling every 1 s (${latencies.length} tasks) | p50 ${pct(latencies, 0.5).toFixed(0)} ms, p95 ${pct(latencies, 0.95).toFixed(0)} ms |`);
+  say(`${TASKS} no-op tasks, 4 workers × 10, poll 1 s, same embedded Postgres, median of ${RUNS}`);
+  say('');
+  say(`| | ${columns.map(([name]) => name).join(' | ')} |`);
+  say(`| --- |${columns.map(() => ' --- |').join('')}`);
+  const line = (label: string, show: (r: Row) => string, pick?: (r: Row) => number) =>
+    say(`| ${label} | ${columns.map(([, row], i) => cell(row, show) + (pick && i > 0 ? ratio(row, pick) : '')).join(' | ')} |`);
+  line('tasks/s end to end', (r) => n0(r.e2e), (r) => r.e2e);
+  line('hand-offs (inserts)/s, 1000 per request', (r) => n0(r.handoffs), (r) => r.handoffs);
+  line('HTTP requests per task', (r) => (r.requests === undefined ? 'none (SQL)' : r.requests.toFixed(2)));
+  line('Postgres CPU ms per task', (r) => r.cpu.toFixed(2), (r) => r.cpu);
+  line('hand-off → start, idle workers, p50 / p95 ms', (r) => `${n0(r.p50)} / ${n0(r.p95)}`);
 } finally {
   await db.end();
   await stack.stop();

@@ -24,6 +24,36 @@ describe('batch RPCs', () => {
     expect((await sender.client.events(made[0]!.id)).map((e) => [e.actor, e.to_status])).toEqual([[sender.id, 'pending']]);
   });
 
+  it('hand off plain tasks together and the rest one by one, each answer at its index', async () => {
+    const sender = await newAgent('bulk');
+    const worker = await newAgent('worker');
+    const key = uniqueId('key');
+    // Addressed to the sender but not claimed by it: it may not hand off work within it.
+    const parent = await worker.client.handoff({ to: sender.id, title: 'parent' });
+    const items = [
+      { to: worker.id, title: 'plain one', payload: { n: 1 } },
+      { to: 'nobody-at-all', title: 'lost' },
+      { to: worker.id, title: 'keyed', idempotencyKey: key },
+      { title: 'plain broadcast', requiredCapabilities: [uniqueId('cap')], priority: 'high' as const },
+      { to: worker.id, title: 'child', parentTaskId: parent.id },
+      { to: worker.id, title: 'plain two', expectedOutputs: [{ name: 'out.txt' }] },
+    ];
+    const answers = await sender.client.handoffMany(items);
+    expect(answers.map((a) => [a.index, a.code])).toEqual([[0, null], [1, 'BT002'], [2, null], [3, null], [4, 'BT003'], [5, null]]);
+    const made = await Promise.all(answers.filter((a) => a.task_id).map((a) => sender.client.getTask(a.task_id!)));
+    expect(made.map((t) => t.title)).toEqual(['plain one', 'keyed', 'plain broadcast', 'plain two']);
+    expect(made.map((t) => [t.from_agent, t.status, t.root_task_id === t.id])).toEqual(Array(4).fill([sender.id, 'pending', true]));
+    expect(made[0]!.payload).toEqual({ n: 1 });
+    expect(made[2]!.priority).toBe('high');
+    expect(made[3]!.expected_outputs).toEqual([{ name: 'out.txt' }]);
+    for (const task of made) {
+      expect((await sender.client.events(task.id)).map((e) => [e.actor, e.to_status])).toEqual([[sender.id, 'pending']]);
+    }
+    // The same key again gives the same task, in a batch as alone.
+    const [again] = await sender.client.handoffMany([items[2]!]);
+    expect(again!.task_id).toBe(answers[2]!.task_id);
+  });
+
   it('complete and fail many tasks in one request, each by its own rules', async () => {
     const sender = await newAgent('sender');
     const holder = await newAgent('holder', { maxConcurrent: 10 });

@@ -1,0 +1,167 @@
+/**
+ * The same workload as Baton's throughput run, for pg-boss and graphile-worker on the same Postgres:
+ * bulk insert of TASKS no-op jobs, four workers × 10 draining them, Postgres CPU per job, and
+ * send → start latency with idle workers. Each peer polls every second, like Baton's daemons, and
+ * uses its own batching (pg-boss fetches and completes 10 per round trip; graphile-worker is woken by
+ * NOTIFY and batches nothing by default).
+ * Peers talk to Postgres directly; Baton goes through HTTP and per-agent RLS.
+ */
+import { Logger, run as runGraphile, runMigrations, type Runner } from 'graphile-worker';
+import PgBoss from 'pg-boss';
+import pg from 'pg';
+import { postgresCpuSeconds } from './postgres-cpu.js';
+
+export interface PeerResult {
+  insertsPerSecond: number;
+  jobsPerSecond: number;
+  cpuMsPerJob: number;
+  latencies: number[];
+}
+
+interface Peer {
+  insert(queue: string, count: number): Promise<void>;
+  startWorkers(queue: string, onJob: (sentAt: number | undefined) => void): Promise<void>;
+  openJobs(queue: string): Promise<number>;
+  send(queue: string, sentAt: number): Promise<void>;
+  stopWorkers(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const WORKERS = 4;
+const CONCURRENCY = 10;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function pgBoss(connectionString: string): Promise<Peer> {
+  const failures: unknown[] = [];
+  const producer = new PgBoss({ connectionString, max: WORKERS + 2, supervise: false, schedule: false });
+  producer.on('error', (err) => failures.push(err));
+  await producer.start();
+  let stopping = false;
+  let loops: Array<Promise<void>> = [];
+  return {
+    async insert(queue, count) {
+      await producer.createQueue(queue);
+      for (let i = 0; i < count; i += 1000) {
+        await producer.insert(Array.from({ length: Math.min(1000, count - i) }, () => ({ name: queue, data: {} })));
+      }
+    },
+    async startWorkers(queue, onJob) {
+      await producer.createQueue(queue);
+      // pg-boss 10's work() waits a whole polling interval after every fetch, even a full one; its
+      // fetch and complete in a loop fetch again at once while the queue gives work, as Baton's daemon
+      // and graphile-worker do, and wait a second when it is empty.
+      stopping = false;
+      loops = Array.from({ length: WORKERS }, async () => {
+        while (!stopping) {
+          const jobs = await producer.fetch<{ sentAt?: number }>(queue, { batchSize: CONCURRENCY });
+          if (jobs.length === 0) {
+            await sleep(1000);
+            continue;
+          }
+          for (const job of jobs) onJob(job.data.sentAt);
+          await producer.complete(queue, jobs.map((j) => j.id));
+        }
+      });
+    },
+    async openJobs(queue) {
+      if (failures.length) throw failures[0];
+      const { rows } = await producer.getDb().executeSql(
+        "select count(*)::int as open from pgboss.job where name = $1 and state <> 'completed'", [queue]) as { rows: Array<{ open: number }> };
+      return rows[0]!.open;
+    },
+    async send(queue, sentAt) {
+      await producer.send(queue, { sentAt });
+    },
+    async stopWorkers() {
+      stopping = true;
+      await Promise.all(loops);
+      loops = [];
+    },
+    async close() {
+      await producer.stop({ graceful: true, wait: true, timeout: 5000 });
+    },
+  };
+}
+
+async function graphileWorker(connectionString: string): Promise<Peer> {
+  const pool = new pg.Pool({ connectionString, max: 2 });
+  pool.on('error', () => undefined);
+  let runners: Runner[] = [];
+  const logger = new Logger(() => () => undefined);
+  const options = { connectionString, concurrency: CONCURRENCY, pollInterval: 1000, noHandleSignals: true, logger };
+  // Migrate once, before the workers race to.
+  await runMigrations({ connectionString, logger });
+  return {
+    async insert(queue, count) {
+      for (let i = 0; i < count; i += 1000) {
+        await pool.query(
+          `select count(*) from graphile_worker.add_jobs(array(
+             select json_populate_record(null::graphile_worker.job_spec, json_build_object('identifier', $1::text))
+             from generate_series(1, $2)))`,
+          [queue, Math.min(1000, count - i)]);
+      }
+    },
+    async startWorkers(queue, onJob) {
+      runners = await Promise.all(Array.from({ length: WORKERS }, () => runGraphile({
+        ...options,
+        taskList: { [queue]: async (payload) => { onJob((payload as { sentAt?: number } | null)?.sentAt); } },
+      })));
+    },
+    async openJobs(queue) {
+      const { rows } = await pool.query('select count(*)::int as open from graphile_worker.jobs where task_identifier = $1', [queue]);
+      return rows[0].open;
+    },
+    async send(queue, sentAt) {
+      await pool.query('select graphile_worker.add_job($1, $2::json)', [queue, JSON.stringify({ sentAt })]);
+    },
+    async stopWorkers() {
+      await Promise.all(runners.map((r) => r.stop()));
+      runners = [];
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+export const peers = { 'pg-boss 10': pgBoss, 'graphile-worker 0.16': graphileWorker } as const;
+
+/** Runs one peer's throughput runs and its latency run; the peer is stopped before this returns. */
+export async function benchPeer(name: keyof typeof peers, connectionString: string, tasks: number, runs: number): Promise<PeerResult[]> {
+  const peer = await peers[name](connectionString);
+  const results: PeerResult[] = [];
+  try {
+    for (let run = 0; run < runs; run += 1) {
+      const queue = `noop_${run}`;
+      const cpuBefore = postgresCpuSeconds();
+      const started = performance.now();
+      await peer.insert(queue, tasks);
+      const inserted = performance.now();
+      await peer.startWorkers(queue, () => undefined);
+      while (await peer.openJobs(queue) > 0) await sleep(50);
+      const drained = performance.now();
+      const cpu = postgresCpuSeconds() - cpuBefore;
+      await peer.stopWorkers();
+      results.push({
+        insertsPerSecond: tasks / ((inserted - started) / 1000),
+        jobsPerSecond: tasks / ((drained - started) / 1000),
+        cpuMsPerJob: (cpu * 1000) / tasks,
+        latencies: [],
+      });
+    }
+    const latencies: number[] = [];
+    await peer.startWorkers('latency', (sentAt) => { if (sentAt) latencies.push(Date.now() - sentAt); });
+    await sleep(1500);
+    for (let i = 0; i < 60; i += 1) {
+      await peer.send('latency', Date.now());
+      await sleep(100 + Math.random() * 100);
+    }
+    await sleep(3000);
+    await peer.stopWorkers();
+    results[0]!.latencies = latencies;
+    return results;
+  } finally {
+    await peer.stopWorkers().catch(() => undefined);
+    await peer.close();
+  }
+}
