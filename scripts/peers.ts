@@ -9,12 +9,12 @@
 import { Logger, run as runGraphile, runMigrations, type Runner } from 'graphile-worker';
 import PgBoss from 'pg-boss';
 import pg from 'pg';
-import { postgresCpuSeconds } from './postgres-cpu.js';
+import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
 
 export interface PeerResult {
   insertsPerSecond: number;
   jobsPerSecond: number;
-  cpuMsPerJob: number;
+  cpuMsPerJob: CpuSplit;
   latencies: number[];
 }
 
@@ -133,19 +133,19 @@ export async function benchPeer(name: keyof typeof peers, connectionString: stri
   try {
     for (let run = 0; run < runs; run += 1) {
       const queue = `noop_${run}`;
-      const cpuBefore = postgresCpuSeconds();
+      const cpuBefore = cpuSplit();
       const started = performance.now();
       await peer.insert(queue, tasks);
       const inserted = performance.now();
       await peer.startWorkers(queue, () => undefined);
       while (await peer.openJobs(queue) > 0) await sleep(50);
       const drained = performance.now();
-      const cpu = postgresCpuSeconds() - cpuBefore;
+      const cpu = cpuMsPer(cpuBefore, cpuSplit(), tasks);
       await peer.stopWorkers();
       results.push({
         insertsPerSecond: tasks / ((inserted - started) / 1000),
         jobsPerSecond: tasks / ((drained - started) / 1000),
-        cpuMsPerJob: (cpu * 1000) / tasks,
+        cpuMsPerJob: cpu,
         latencies: [],
       });
     }

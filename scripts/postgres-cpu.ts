@@ -1,18 +1,37 @@
-/** CPU seconds used so far by every Postgres process on this machine (from /proc; Linux only). */
+/**
+ * CPU seconds used so far by every process of one program on this machine (from /proc; Linux only),
+ * counting processes that already exited and were reaped by one of them: Postgres backends that close
+ * are reaped by the postmaster, whose children's time keeps their share.
+ */
 import fs from 'node:fs';
 
-export function postgresCpuSeconds(): number {
+export function cpuSeconds(program: string): number {
   const tick = 100; // USER_HZ on Linux
   let total = 0;
   for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== program) continue;
       const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) / tick;
+      // After "pid (comm) ": state is field 3, so field n is at n - 3: utime 14, stime 15, cutime 16, cstime 17.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+      total += (fields[11]! + fields[12]! + fields[13]! + fields[14]!) / tick;
     } catch {
       // gone meanwhile
     }
   }
   return total;
+}
+
+export interface CpuSplit { postgres: number; postgrest: number; node: number }
+
+/** CPU seconds by Postgres, PostgREST and this Node process (the client, daemons or peer workers). */
+export function cpuSplit(): CpuSplit {
+  const own = process.cpuUsage();
+  return { postgres: cpuSeconds('postgres'), postgrest: cpuSeconds('postgrest'), node: (own.user + own.system) / 1e6 };
+}
+
+/** CPU milliseconds per task of each program between two readings. */
+export function cpuMsPer(before: CpuSplit, after: CpuSplit, tasks: number): CpuSplit {
+  const per = (k: keyof CpuSplit) => ((after[k] - before[k]) * 1000) / tasks;
+  return { postgres: per('postgres'), postgrest: per('postgrest'), node: per('node') };
 }

@@ -15,7 +15,7 @@ import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, startStack, type BatonAgent } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
 import { benchPeer, peers, type PeerResult } from './peers.js';
-import { postgresCpuSeconds } from './postgres-cpu.js';
+import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 5000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -26,9 +26,21 @@ const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)]!;
 const pct = (xs: number[], p: number) => sorted(xs)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
 // Every request supabase-js makes goes through fetch: count them.
+// BENCH_PROFILE=1 also times them, by RPC.
 let requests = 0;
+const timings = new Map<string, number[]>();
 const realFetch = globalThis.fetch;
-globalThis.fetch = ((...args: Parameters<typeof fetch>) => { requests += 1; return realFetch(...args); }) as typeof fetch;
+globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
+  requests += 1;
+  const started = performance.now();
+  try {
+    return await realFetch(...args);
+  } finally {
+    const name = new URL(String(args[0] instanceof Request ? args[0].url : args[0])).pathname.replace(/^\/rest\/v1\//, '');
+    if (!timings.has(name)) timings.set(name, []);
+    timings.get(name)!.push(performance.now() - started);
+  }
+}) as typeof fetch;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-throughput-'));
 fs.chmodSync(dir, 0o755);
@@ -50,7 +62,7 @@ try {
     return { id, token, client: createBatonClient({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token }) };
   };
   const sender = await connect('sender');
-  const results: Array<{ handoffsPerSecond: number; tasksPerSecond: number; requestsPerTask: number; cpuMsPerTask: number }> = [];
+  const results: Array<{ handoffsPerSecond: number; tasksPerSecond: number; requestsPerTask: number; cpuMsPerTask: CpuSplit }> = [];
 
   for (let run = 0; run < RUNS; run += 1) {
     const capability = `noop-${run}`;
@@ -59,7 +71,7 @@ try {
       url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token: w.token, capabilities: [capability], maxConcurrent: 10,
       poll: '* * * * * *', executors: { '*': () => undefined },
     }));
-    const cpuBefore = postgresCpuSeconds();
+    const cpuBefore = cpuSplit();
     const requestsBefore = requests;
     const started = performance.now();
     for (let i = 0; i < TASKS; i += 1000) {
@@ -68,23 +80,23 @@ try {
     const handedOff = performance.now();
     await Promise.all(daemons.map((d) => d.start()));
     for (;;) {
-      const { rows } = await db.query(`select count(*)::int as open from task_handoffs where $1 = any(required_capabilities) and status <> 'completed'`, [capability]);
+      const { rows } = await db.query(`select count(*)::int as open from task_handoffs where from_agent = 'sender' and status in ('pending', 'claimed', 'in_progress', 'input_required') and $1 = any(required_capabilities)`, [capability]);
       if (rows[0].open === 0) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     const drained = performance.now();
-    const cpu = postgresCpuSeconds() - cpuBefore;
+    const cpu = cpuMsPer(cpuBefore, cpuSplit(), TASKS);
     const used = requests - requestsBefore;
     await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
     const result = {
       handoffsPerSecond: TASKS / ((handedOff - started) / 1000),
       tasksPerSecond: TASKS / ((drained - started) / 1000),
       requestsPerTask: used / TASKS,
-      cpuMsPerTask: (cpu * 1000) / TASKS,
+      cpuMsPerTask: cpu,
     };
     results.push(result);
     say(`run ${run + 1}: ${result.tasksPerSecond.toFixed(0)} tasks/s end to end, ${result.handoffsPerSecond.toFixed(0)} hand-offs/s, `
-      + `${result.requestsPerTask.toFixed(2)} requests/task, ${result.cpuMsPerTask.toFixed(2)} ms Postgres CPU/task`);
+      + `${result.requestsPerTask.toFixed(2)} requests/task, CPU ms/task: Postgres ${cpu.postgres.toFixed(2)}, PostgREST ${cpu.postgrest.toFixed(2)}, Node ${cpu.node.toFixed(2)}`);
   }
 
   // Hand-off → start with idle daemons polling every second.
@@ -106,6 +118,7 @@ try {
     const { rows: top } = await db.query(`select funcname, calls, round(total_time::numeric) as total_ms, round(self_time::numeric) as self_ms
       from pg_stat_user_functions order by self_time desc limit 20`);
     console.table(top);
+    console.table([...timings].map(([rpc, ms]) => ({ rpc, calls: ms.length, p50: pct(ms, 0.5).toFixed(1), p95: pct(ms, 0.95).toFixed(1) })));
   }
   const peerResults: Array<[string, PeerResult[] | Error]> = [];
   if (process.env.BENCH_PEERS !== '0') {
@@ -115,11 +128,12 @@ try {
     }
   }
 
-  type Row = { e2e: number; handoffs: number; requests?: number; cpu: number; p50: number; p95: number };
-  const rowOf = (xs: Array<{ e2e: number; handoffs: number; requests?: number; cpu: number }>, lat: number[]): Row => ({
+  type Row = { e2e: number; handoffs: number; requests?: number; cpu: CpuSplit; p50: number; p95: number };
+  const rowOf = (xs: Array<{ e2e: number; handoffs: number; requests?: number; cpu: CpuSplit }>, lat: number[]): Row => ({
     e2e: median(xs.map((x) => x.e2e)), handoffs: median(xs.map((x) => x.handoffs)),
     requests: xs[0]!.requests === undefined ? undefined : median(xs.map((x) => x.requests!)),
-    cpu: median(xs.map((x) => x.cpu)), p50: pct(lat, 0.5), p95: pct(lat, 0.95),
+    cpu: { postgres: median(xs.map((x) => x.cpu.postgres)), postgrest: median(xs.map((x) => x.cpu.postgrest)), node: median(xs.map((x) => x.cpu.node)) },
+    p50: pct(lat, 0.5), p95: pct(lat, 0.95),
   });
   const columns: Array<[string, Row | Error]> = [
     ['Baton', rowOf(results.map((r) => ({ e2e: r.tasksPerSecond, handoffs: r.handoffsPerSecond, requests: r.requestsPerTask, cpu: r.cpuMsPerTask })), latencies)],
@@ -140,7 +154,9 @@ try {
   line('tasks/s end to end', (r) => n0(r.e2e), (r) => r.e2e);
   line('hand-offs (inserts)/s, 1000 per request', (r) => n0(r.handoffs), (r) => r.handoffs);
   line('HTTP requests per task', (r) => (r.requests === undefined ? 'none (SQL)' : r.requests.toFixed(2)));
-  line('Postgres CPU ms per task', (r) => r.cpu.toFixed(2), (r) => r.cpu);
+  line('Postgres CPU ms per task', (r) => r.cpu.postgres.toFixed(2), (r) => r.cpu.postgres);
+  line('PostgREST CPU ms per task', (r) => r.cpu.postgrest.toFixed(2));
+  line('Node CPU ms per task (client and workers, one process)', (r) => r.cpu.node.toFixed(2), (r) => r.cpu.node);
   line('hand-off → start, idle workers, p50 / p95 ms', (r) => `${n0(r.p50)} / ${n0(r.p95)}`);
 } finally {
   await db.end();

@@ -210,6 +210,20 @@ begin
 end
 $$;
 
+-- An update that changes none of the columns the validation looks at (a claim, a start, a renewed
+-- lease) does not run it.
+drop trigger validate on public.task_handoffs;
+create trigger validate before insert on public.task_handoffs
+  for each row execute function baton_private.tg_task_handoffs__validate();
+create trigger validate_on_change before update on public.task_handoffs
+  for each row
+  when ((new.title, new.description, new.payload, new.expected_outputs, new.result, new.required_capabilities,
+         new.max_attempts, new.lease_seconds, new.progress_percent, new.progress_message, new.status_reason)
+        is distinct from
+        (old.title, old.description, old.payload, old.expected_outputs, old.result, old.required_capabilities,
+         old.max_attempts, old.lease_seconds, old.progress_percent, old.progress_message, old.status_reason))
+  execute function baton_private.tg_task_handoffs__validate();
+
 -- A batch counts its quota once; its rows do not need the trigger at all.
 drop trigger quota on public.task_handoffs;
 create trigger quota before insert on public.task_handoffs
