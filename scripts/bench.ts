@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createAdminClient, createBatonClient, openStatuses, startStack, type BatonClient } from '../src/index.js';
+import { createAdminClient, createBatonClient, openStatuses, parseSigningKey, startStack, type BatonClient } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
 
 const HISTORY = Number(process.env.BENCH_HISTORY ?? 1_000_000);
@@ -55,8 +55,8 @@ try {
   await settings.connect();
   await settings.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
   await settings.end();
-  const admin = createAdminClient({ url: env.SUPABASE_URL, serviceRoleKey: env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: env.SUPABASE_JWT_SECRET });
-  const client = async (id: string) => createBatonClient({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token: (await admin.createAgent({ id, maxConcurrent: 10 })).token });
+  const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
+  const client = async (id: string) => createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: (await admin.createAgent({ id, maxConcurrent: 10 })).token });
   const sender = await client('sender');
   const worker = await client('worker');
   await measure(sender, worker, 'worker'); // warm-up

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAdminClient, createBatonClient, finalStatuses, startStack, type LineageRow } from '../src/index.js';
+import { createAdminClient, createBatonClient, finalStatuses, parseSigningKey, startStack, type LineageRow } from '../src/index.js';
 import { bytes, lineageTree, shortId } from '../src/cli/render.js';
 import { competitorsSchema } from '../src/demo/executors.js';
 import { freePort } from '../src/stack/ports.js';
@@ -38,7 +38,7 @@ const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort])
 try {
   const { env } = stack;
   say(`${clock()}  API ready at ${env.SUPABASE_URL}/rest/v1`);
-  const admin = createAdminClient({ url: env.SUPABASE_URL, serviceRoleKey: env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: env.SUPABASE_JWT_SECRET });
+  const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
 
   const team = [
     { id: 'researcher', capabilities: ['research'], executor: 'research' },
@@ -55,13 +55,13 @@ try {
     const log = fs.openSync(path.join(dir, `${member.id}.log`), 'a');
     daemons.push(spawn(process.execPath, [cli, 'agent', 'run', '--config', config], {
       stdio: ['ignore', log, log],
-      env: { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_ANON_KEY: env.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: token, LOG_LEVEL: 'info' },
+      env: { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, LOG_LEVEL: 'info' },
     }));
   }
   say(`${clock()}  started 3 daemons as separate processes: ${team.map((m) => m.id).join(', ')}`);
 
   const { token } = await admin.createAgent({ id: 'lead', displayName: 'the person asking' });
-  const lead = createBatonClient({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token });
+  const lead = createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token });
   const task = await lead.handoff({
     to: 'researcher',
     title: 'Find 3 competitors of Baton',

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createAdminClient, createAgent, createBatonClient, startStack, type BatonAgent } from '../src/index.js';
+import { createAdminClient, createAgent, createBatonClient, parseSigningKey, startStack, type BatonAgent } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
 import { benchPeer, peers, type PeerResult } from './peers.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
@@ -56,10 +56,10 @@ try {
     await db.query("alter system set track_functions = 'all'");
     await db.query('select pg_reload_conf()');
   }
-  const admin = createAdminClient({ url: env.SUPABASE_URL, serviceRoleKey: env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: env.SUPABASE_JWT_SECRET });
+  const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
   const connect = async (id: string, capabilities: string[] = []) => {
     const { token } = await admin.createAgent({ id, capabilities, maxConcurrent: 10 });
-    return { id, token, client: createBatonClient({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token }) };
+    return { id, token, client: createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token }) };
   };
   const sender = await connect('sender');
   const results: Array<{ handoffsPerSecond: number; tasksPerSecond: number; requestsPerTask: number; cpuMsPerTask: CpuSplit }> = [];
@@ -68,7 +68,7 @@ try {
     const capability = `noop-${run}`;
     const workers = await Promise.all(Array.from({ length: DAEMONS }, (_, i) => connect(`worker-${run}-${i}`, [capability])));
     const daemons: BatonAgent[] = workers.map((w) => createAgent({
-      url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token: w.token, capabilities: [capability], maxConcurrent: 10,
+      url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: w.token, capabilities: [capability], maxConcurrent: 10,
       poll: '* * * * * *', executors: { '*': () => undefined },
     }));
     const cpuBefore = cpuSplit();
@@ -102,7 +102,7 @@ try {
   // Hand-off → start with idle daemons polling every second.
   const capability = 'latency';
   const worker = await connect('latency-worker', [capability]);
-  const daemon = createAgent({ url: env.SUPABASE_URL, anonKey: env.SUPABASE_ANON_KEY, token: worker.token, capabilities: [capability], poll: '* * * * * *', executors: { '*': () => undefined } });
+  const daemon = createAgent({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: worker.token, capabilities: [capability], poll: '* * * * * *', executors: { '*': () => undefined } });
   await daemon.start();
   for (let i = 0; i < 60; i += 1) {
     await sender.client.broadcast({ title: `latency ${i}`, requiredCapabilities: [capability] });

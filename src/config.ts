@@ -16,8 +16,14 @@ export const defaults = Object.freeze({
 export interface BatonConfig {
   /** The project's API URL, e.g. http://127.0.0.1:54321 or https://<ref>.supabase.co */
   url?: string;
+  /** The project's API keys: publishable and secret (sb_…), or the legacy anon and service-role JWTs. */
+  publishableKey?: string;
+  secretKey?: string;
   anonKey?: string;
   serviceRoleKey?: string;
+  /** The private ES256 JWK that signs agent tokens (JSON, or the path of a file holding it). */
+  signingKey?: string;
+  /** The legacy JWT secret, which signs agent tokens (HS256) where there is no signing key. */
   jwtSecret?: string;
   /** The acting agent's token (from `baton agent create`). */
   agentToken?: string;
@@ -35,8 +41,11 @@ export type ConfigFlags = Partial<BatonConfig>;
 /** Where each setting is read from, first found wins; the MC_* names are the protocol's scripts'. */
 const envNames = {
   url: ['SUPABASE_URL', 'MC_SUPABASE_URL'],
+  publishableKey: ['SUPABASE_PUBLISHABLE_KEY'],
+  secretKey: ['SUPABASE_SECRET_KEY'],
   anonKey: ['SUPABASE_ANON_KEY', 'MC_ANON_KEY'],
   serviceRoleKey: ['SUPABASE_SERVICE_ROLE_KEY', 'MC_SERVICE_KEY'],
+  signingKey: ['BATON_SIGNING_KEY'],
   jwtSecret: ['SUPABASE_JWT_SECRET'],
   agentToken: ['BATON_AGENT_TOKEN', 'MC_AGENT_TOKEN'],
   agentId: ['BATON_AGENT_ID', 'AGENT_ID', 'MC_AGENT_ID'],
@@ -63,6 +72,16 @@ function port(value: string | number | undefined, name: string, fallback: number
 
 export class ConfigError extends Error {}
 
+/** BATON_SIGNING_KEY holds the JWK itself or names a file that does; the JWK text is returned. */
+function readSigningKey(value: string | undefined, cwd: string): string | undefined {
+  if (value === undefined || value.trimStart().startsWith('{')) return value;
+  const file = path.resolve(cwd, value);
+  if (!fs.existsSync(file)) {
+    throw new ConfigError(`BATON_SIGNING_KEY is neither a JWK nor a file that exists: ${file}`);
+  }
+  return fs.readFileSync(file, 'utf8');
+}
+
 export function loadConfig(
   flags: ConfigFlags = {},
   { cwd = process.cwd(), env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
@@ -76,8 +95,11 @@ export function loadConfig(
   };
   return {
     url: pick('url')?.replace(/\/+$/, ''),
+    publishableKey: pick('publishableKey'),
+    secretKey: pick('secretKey'),
     anonKey: pick('anonKey'),
     serviceRoleKey: pick('serviceRoleKey'),
+    signingKey: readSigningKey(pick('signingKey'), cwd),
     jwtSecret: pick('jwtSecret'),
     agentToken: pick('agentToken'),
     agentId: pick('agentId'),

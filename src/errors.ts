@@ -135,7 +135,7 @@ export function toBatonError(
         code: 'API_KEY',
         message: `${where} refused the API key: ${said}`,
         details: error.details ?? null,
-        hint: 'Check SUPABASE_ANON_KEY (agents) or SUPABASE_SERVICE_ROLE_KEY (operator commands); baton stack env prints the local stack\'s keys.',
+        hint: 'Check SUPABASE_PUBLISHABLE_KEY or SUPABASE_ANON_KEY (agents), SUPABASE_SECRET_KEY or SUPABASE_SERVICE_ROLE_KEY (operator commands), and that the token was signed with a key the project has; baton stack env prints the local stack\'s keys.',
       });
     }
     // postgrest-js reports a failed fetch with an empty code and status 0.

@@ -11,7 +11,7 @@ import { baton, cliAs, cliPath, parsed } from './cli.js';
 import { newAgent, stack, uniqueId } from './helpers.js';
 
 const operator = (...args: string[]) => baton(args, {
-  SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_SERVICE_ROLE_KEY: stack.SUPABASE_SERVICE_ROLE_KEY, SUPABASE_JWT_SECRET: stack.SUPABASE_JWT_SECRET,
+  SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_SECRET_KEY: stack.SUPABASE_SECRET_KEY, BATON_SIGNING_KEY: stack.BATON_SIGNING_KEY,
 });
 
 describe('presence', async () => {
@@ -98,7 +98,7 @@ describe('operator commands', () => {
   it('need the service-role key', async () => {
     const result = await baton(['agent', 'list'], { SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/SUPABASE_SERVICE_ROLE_KEY is not set/);
+    expect(result.stderr).toMatch(/SUPABASE_SECRET_KEY is not set/);
   });
 });
 

@@ -24,9 +24,9 @@ export function baton(args: string[], env: Record<string, string | undefined> = 
 }
 
 /** Runs the CLI as the agent holding `token`, against the test stack. */
-export function cliAs(token: string | undefined, stack: { SUPABASE_URL: string; SUPABASE_ANON_KEY: string }) {
+export function cliAs(token: string | undefined, stack: { SUPABASE_URL: string; SUPABASE_PUBLISHABLE_KEY: string }) {
   return (...args: string[]) => baton(args, {
-    SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: token,
+    SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: stack.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token,
   });
 }
 

@@ -17,7 +17,7 @@ export async function daemon(agent: TestAgent, options: Partial<AgentOptions> = 
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } });
   const instance = createAgent({
-    url: stack.SUPABASE_URL, anonKey: stack.SUPABASE_ANON_KEY, token: agent.token, ...fast,
+    url: stack.SUPABASE_URL, publishableKey: stack.SUPABASE_PUBLISHABLE_KEY, token: agent.token, ...fast,
     log: pino({ level: 'debug' }, sink), ...options,
   });
   started.push(instance);

@@ -5,10 +5,12 @@ import { createAdminClient } from '../src/client/admin.js';
 import { createBatonClient, type BatonClient } from '../src/client/agent.js';
 import { BatonError } from '../src/errors.js';
 import type { Task } from '../src/schemas.js';
+import { parseSigningKey } from '../src/tokens.js';
 
 export const stack = inject('stack');
+/** The suite works as a new Supabase project does: a secret key, and agent tokens signed with ES256. */
 export const admin = createAdminClient({
-  url: stack.SUPABASE_URL, serviceRoleKey: stack.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: stack.SUPABASE_JWT_SECRET,
+  url: stack.SUPABASE_URL, secretKey: stack.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(stack.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY'),
 });
 
 /** An id no other test uses, so test files can run side by side on one stack. */
@@ -27,7 +29,7 @@ export async function newAgent(
 ): Promise<TestAgent> {
   const id = uniqueId(prefix);
   const { token } = await admin.createAgent({ id, ...options });
-  return { id, token, client: createBatonClient({ url: stack.SUPABASE_URL, anonKey: stack.SUPABASE_ANON_KEY, token }) };
+  return { id, token, client: createBatonClient({ url: stack.SUPABASE_URL, publishableKey: stack.SUPABASE_PUBLISHABLE_KEY, token }) };
 }
 
 /** A superuser pool, to check what is stored without going through RLS; closed after the file. */

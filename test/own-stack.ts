@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll } from 'vitest';
 import { createAdminClient, type AdminClient } from '../src/client/admin.js';
 import { createBatonClient } from '../src/client/agent.js';
+import { parseSigningKey } from '../src/tokens.js';
 import { startStack, type Stack } from '../src/stack/index.js';
 import { freePort } from '../src/stack/ports.js';
 import type { StackEnv } from '../src/stack/state.js';
@@ -28,14 +29,14 @@ export function ownStack(prefix: string): OwnStack {
     async newAgent(agentPrefix: string, options: { capabilities?: string[]; maxConcurrent?: number } = {}): Promise<TestAgent> {
       const id = uniqueId(agentPrefix);
       const { token } = await own.admin.createAgent({ id, ...options });
-      return { id, token, client: createBatonClient({ url: own.env.SUPABASE_URL, anonKey: own.env.SUPABASE_ANON_KEY, token }) };
+      return { id, token, client: createBatonClient({ url: own.env.SUPABASE_URL, publishableKey: own.env.SUPABASE_PUBLISHABLE_KEY, token }) };
     },
   };
   beforeAll(async () => {
     const apiPort = await freePort();
     stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
     own.env = stack.env;
-    own.admin = createAdminClient({ url: stack.env.SUPABASE_URL, serviceRoleKey: stack.env.SUPABASE_SERVICE_ROLE_KEY, jwtSecret: stack.env.SUPABASE_JWT_SECRET });
+    own.admin = createAdminClient({ url: stack.env.SUPABASE_URL, secretKey: stack.env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(stack.env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
   });
   afterAll(async () => {
     await stack?.stop();

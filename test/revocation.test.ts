@@ -3,10 +3,10 @@ import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createBatonClient } from '../src/client/agent.js';
 import { UnauthorizedError } from '../src/errors.js';
-import { mintAgentToken } from '../src/tokens.js';
+import { mintAgentToken, parseSigningKey } from '../src/tokens.js';
 import { admin, newAgent, refusal, stack } from './helpers.js';
 
-const clientFor = (token: string) => createBatonClient({ url: stack.SUPABASE_URL, anonKey: stack.SUPABASE_ANON_KEY, token });
+const clientFor = (token: string) => createBatonClient({ url: stack.SUPABASE_URL, publishableKey: stack.SUPABASE_PUBLISHABLE_KEY, token });
 
 describe('agent tokens', async () => {
   it('stop working the moment they are revoked, while other agents carry on', async () => {
@@ -30,7 +30,7 @@ describe('agent tokens', async () => {
 
   it('refuse a token Baton never issued, even signed with the right secret', async () => {
     const alice = await newAgent('alice');
-    const forged = await mintAgentToken(stack.SUPABASE_JWT_SECRET, { agentId: alice.id, tokenId: crypto.randomUUID() });
+    const forged = await mintAgentToken({ signingKey: parseSigningKey(stack.BATON_SIGNING_KEY, 'key') }, { agentId: alice.id, tokenId: crypto.randomUUID() });
     expect((await refusal(clientFor(forged).heartbeat(), 'BT006')).message).toMatch(/never issued/);
   });
 
@@ -38,7 +38,7 @@ describe('agent tokens', async () => {
     const alice = await newAgent('alice');
     const bob = await newAgent('bob');
     const aliceToken = JSON.parse(Buffer.from(alice.token.split('.')[1]!, 'base64url').toString()) as { jti: string };
-    const stolen = await mintAgentToken(stack.SUPABASE_JWT_SECRET, { agentId: bob.id, tokenId: aliceToken.jti });
+    const stolen = await mintAgentToken({ signingKey: parseSigningKey(stack.BATON_SIGNING_KEY, 'key') }, { agentId: bob.id, tokenId: aliceToken.jti });
     await refusal(clientFor(stolen).heartbeat(), 'BT006');
   });
 

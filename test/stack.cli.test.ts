@@ -37,7 +37,7 @@ describe('baton stack', async () => {
     const { stdout, code } = await baton(['stack', 'env', '--dir', dir]);
     expect(code).toBe(0);
     const env = Object.fromEntries(stdout.trim().split('\n').map((line) => line.split(/=(.*)/s).slice(0, 2)));
-    expect(Object.keys(env).sort()).toEqual(['DATABASE_URL', 'SUPABASE_ANON_KEY', 'SUPABASE_JWT_SECRET', 'SUPABASE_SERVICE_ROLE_KEY', 'SUPABASE_URL']);
+    expect(Object.keys(env).sort()).toEqual(['BATON_SIGNING_KEY', 'DATABASE_URL', 'SUPABASE_ANON_KEY', 'SUPABASE_JWT_SECRET', 'SUPABASE_PUBLISHABLE_KEY', 'SUPABASE_SECRET_KEY', 'SUPABASE_SERVICE_ROLE_KEY', 'SUPABASE_URL']);
     expect(env.SUPABASE_URL).toBe(`http://127.0.0.1:${apiPort}`);
   });
 

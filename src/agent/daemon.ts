@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
+import { agentApiKey, type AgentKeyOptions } from '../client/connection.js';
 import { BatonError, MissingOutputsError, OutputSchemaError } from '../errors.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import { silentLogger } from '../logger.js';
@@ -18,9 +19,8 @@ import {
 } from './executors.js';
 import { agentDefaults, checkSchedule, schedulePeriodSeconds } from './options.js';
 
-export interface AgentOptions {
+export interface AgentOptions extends AgentKeyOptions {
   url: string;
-  anonKey: string;
   /** The agent's token; the agent's id comes from it. */
   token: string;
   displayName?: string;
@@ -86,7 +86,7 @@ export class BatonAgent {
   private tickLimit: number | undefined;
 
   constructor(private readonly options: AgentOptions) {
-    this.client = createBatonClient({ url: options.url, anonKey: options.anonKey, token: options.token });
+    this.client = createBatonClient(options);
     this.id = this.client.agentId;
     this.outcomes = new OutcomeBatcher(this.client);
     this.log = (options.log ?? silentLogger).child({ agentId: this.id });
@@ -375,7 +375,9 @@ export class BatonAgent {
   }
 
   private executorEnv(): Record<string, string> {
-    return { SUPABASE_URL: this.options.url, SUPABASE_ANON_KEY: this.options.anonKey, BATON_AGENT_TOKEN: this.options.token };
+    const key: Record<string, string> = this.options.publishableKey
+      ? { SUPABASE_PUBLISHABLE_KEY: this.options.publishableKey } : { SUPABASE_ANON_KEY: agentApiKey(this.options) };
+    return { SUPABASE_URL: this.options.url, ...key, BATON_AGENT_TOKEN: this.options.token };
   }
 }
 

@@ -5,6 +5,7 @@ import { createAdminClient, type AdminClient } from '../client/admin.js';
 import { createBatonClient, type BatonClient } from '../client/agent.js';
 import { loadConfig, type BatonConfig } from '../config.js';
 import { readRuntime, readSecrets, stackEnv } from '../stack/state.js';
+import { parseSigningKey } from '../tokens.js';
 import { usageError } from './exit.js';
 import type { OutputOptions } from './output.js';
 
@@ -30,8 +31,11 @@ export function configOf(command: Command): BatonConfig & OutputOptions {
 
 interface Endpoint {
   url: string;
+  publishableKey?: string;
+  secretKey?: string;
   anonKey?: string;
   serviceRoleKey?: string;
+  signingKey?: string;
   jwtSecret?: string;
 }
 
@@ -44,8 +48,11 @@ function endpoint(config: BatonConfig): Endpoint {
     const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
     return {
       url: env.SUPABASE_URL,
+      publishableKey: config.publishableKey ?? (config.anonKey ? undefined : env.SUPABASE_PUBLISHABLE_KEY),
+      secretKey: config.secretKey ?? (config.serviceRoleKey ? undefined : env.SUPABASE_SECRET_KEY),
       anonKey: config.anonKey ?? env.SUPABASE_ANON_KEY,
       serviceRoleKey: config.serviceRoleKey ?? env.SUPABASE_SERVICE_ROLE_KEY,
+      signingKey: config.signingKey ?? (config.jwtSecret ? undefined : env.BATON_SIGNING_KEY),
       jwtSecret: config.jwtSecret ?? env.SUPABASE_JWT_SECRET,
     };
   }
@@ -59,14 +66,16 @@ function endpoint(config: BatonConfig): Endpoint {
  * Where and as whom an agent acts. The API key is only the gateway's ticket: the agent's token decides
  * who acts, so the protocol's shared MC_SERVICE_KEY may stand in for a missing anon key.
  */
-export function agentEndpoint(config: BatonConfig): { url: string; anonKey: string; token: string } {
-  const { url, anonKey, serviceRoleKey } = endpoint(config);
-  const apiKey = anonKey ?? serviceRoleKey;
-  if (!apiKey) throw usageError('SUPABASE_ANON_KEY is not set', 'Set it to the project\'s anon key (baton stack env prints the local one).');
+export function agentEndpoint(config: BatonConfig): { url: string; publishableKey?: string; anonKey?: string; token: string } {
+  const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = endpoint(config);
+  const apiKey = publishableKey ?? anonKey ?? secretKey ?? serviceRoleKey;
+  if (!apiKey) {
+    throw usageError('SUPABASE_PUBLISHABLE_KEY is not set', 'Set it to the project\'s publishable key (or SUPABASE_ANON_KEY to its legacy anon key); baton stack env prints the local ones.');
+  }
   if (!config.agentToken) {
     throw usageError('BATON_AGENT_TOKEN is not set', 'Set it to the token printed by `baton agent create <id>`.');
   }
-  return { url, anonKey: apiKey, token: config.agentToken };
+  return { url, ...(publishableKey ? { publishableKey } : { anonKey: apiKey }), token: config.agentToken };
 }
 
 export function agentClient(config: BatonConfig): BatonClient {
@@ -90,9 +99,16 @@ export async function withBeat<T>(client: BatonClient, read: Promise<T>): Promis
 }
 
 export function adminClient(config: BatonConfig): AdminClient {
-  const { url, serviceRoleKey, jwtSecret } = endpoint(config);
-  if (!serviceRoleKey) {
-    throw usageError('SUPABASE_SERVICE_ROLE_KEY is not set', 'Operator commands need the service-role key (baton stack env prints the local one).');
+  const { url, secretKey, serviceRoleKey, signingKey, jwtSecret } = endpoint(config);
+  const apiKey = secretKey ?? serviceRoleKey;
+  if (!apiKey) {
+    throw usageError('SUPABASE_SECRET_KEY is not set', 'Operator commands need the project\'s secret key (or SUPABASE_SERVICE_ROLE_KEY, its legacy service-role key); baton stack env prints the local ones.');
   }
-  return createAdminClient({ url, serviceRoleKey, jwtSecret });
+  let key;
+  try {
+    key = signingKey ? parseSigningKey(signingKey, 'BATON_SIGNING_KEY') : undefined;
+  } catch (err) {
+    throw usageError((err as Error).message, 'Set BATON_SIGNING_KEY to the private JWK you imported into the project, or unset it to sign with SUPABASE_JWT_SECRET.');
+  }
+  return createAdminClient({ url, secretKey: apiKey, signingKey: key, jwtSecret });
 }

@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../stack/paths.js';
 import { registerAgent } from './commands/agent.js';
 import { registerArtifacts } from './commands/artifacts.js';
+import { registerKeys } from './commands/keys.js';
 import { registerMessages } from './commands/messages.js';
 import { registerPresence } from './commands/presence.js';
 import { registerProtocol } from './commands/protocol.js';
@@ -39,9 +40,10 @@ function buildProgram(argv: string[]): Command {
     })
     .addHelpText('after', `
 Configuration comes from flags, then the environment, then .env in the current folder:
-  SUPABASE_URL, SUPABASE_ANON_KEY    the project (default: the local stack, see baton stack start)
-  BATON_AGENT_TOKEN                  the agent you act as (baton agent create prints it)
-  SUPABASE_SERVICE_ROLE_KEY, SUPABASE_JWT_SECRET   operator commands (baton agent ...)
+  SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY   the project (default: the local stack, see baton stack start)
+  BATON_AGENT_TOKEN                        the agent you act as (baton agent create prints it)
+  SUPABASE_SECRET_KEY, BATON_SIGNING_KEY   operator commands (baton agent ...)
+  Legacy keys work too: SUPABASE_ANON_KEY, SUPABASE_SERVICE_ROLE_KEY, SUPABASE_JWT_SECRET.
 
 Exit codes: 0 success, 1 refused or failed (not found, forbidden, invalid transition, ...), 2 usage error.
 
@@ -57,6 +59,7 @@ Example:
   registerMessages(program);
   registerAgent(program);
   registerStack(program);
+  registerKeys(program);
   registerProtocol(program);
   return program;
 }

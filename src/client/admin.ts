@@ -3,13 +3,18 @@ import type { SupabaseClient } from '@supabase/supabase-js';
 import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
 import { Agent, SweepReport } from '../schemas.js';
-import { mintAgentToken } from '../tokens.js';
+import { mintAgentToken, type SigningKey, type TokenSigner } from '../tokens.js';
 import { connect, unwrap, unwrapOne } from './connection.js';
 
 export interface AdminClientOptions {
   url: string;
-  serviceRoleKey: string;
-  /** The project's JWT secret, which signs agent tokens. */
+  /** The project's secret key (sb_secret_…), or its legacy service-role key. */
+  secretKey?: string;
+  /** @deprecated the legacy name of secretKey; either works. */
+  serviceRoleKey?: string;
+  /** The ES256 signing key imported into the project: agent tokens are signed with it, with its kid. */
+  signingKey?: SigningKey;
+  /** The project's legacy JWT secret: signs agent tokens (HS256) when there is no signing key. */
   jwtSecret?: string;
 }
 
@@ -32,11 +37,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
 
 export class AdminClient {
   readonly db: SupabaseClient;
-  private readonly jwtSecret?: string;
+  private readonly signer?: TokenSigner;
 
-  constructor({ url, serviceRoleKey, jwtSecret }: AdminClientOptions) {
-    this.db = connect({ url, apiKey: serviceRoleKey });
-    this.jwtSecret = jwtSecret;
+  constructor({ url, secretKey, serviceRoleKey, signingKey, jwtSecret }: AdminClientOptions) {
+    const apiKey = secretKey ?? serviceRoleKey;
+    if (!apiKey) throw new Error('createAdminClient needs the project\'s secretKey (or legacy serviceRoleKey)');
+    this.db = connect({ url, apiKey });
+    this.signer = signingKey ? { signingKey } : jwtSecret ? { jwtSecret } : undefined;
   }
 
   /** Registers an agent and returns it with its first access token. */
@@ -90,14 +97,14 @@ export class AdminClient {
     });
   }
 
-  private secret(): string {
-    if (!this.jwtSecret) {
+  private secret(): TokenSigner {
+    if (!this.signer) {
       throw new UnauthorizedError({
         code: 'BT006',
-        message: 'signing agent tokens needs the project\'s JWT secret',
-        hint: 'Set SUPABASE_JWT_SECRET (baton stack env prints it for the local stack).',
+        message: 'signing agent tokens needs the project\'s signing key (or its legacy JWT secret)',
+        hint: 'Set BATON_SIGNING_KEY to the private JWK imported into the project (baton keys generate), or SUPABASE_JWT_SECRET on a legacy project; baton stack env prints both for the local stack.',
       });
     }
-    return this.jwtSecret;
+    return this.signer;
   }
 }

@@ -11,11 +11,10 @@ import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
   type ArtifactContent, type LinkedArtifact, type ResolvedArtifact,
 } from './artifacts.js';
-import { connect, parseInput, unwrap, unwrapOne } from './connection.js';
+import { agentApiKey, connect, parseInput, unwrap, unwrapOne, type AgentKeyOptions } from './connection.js';
 
-export interface AgentClientOptions {
+export interface AgentClientOptions extends AgentKeyOptions {
   url: string;
-  anonKey: string;
   /** The agent's access token, as printed by `baton agent create`. */
   token: string;
 }
@@ -49,9 +48,9 @@ export class BatonClient {
   readonly agentId: string;
   readonly db: SupabaseClient;
 
-  constructor({ url, anonKey, token }: AgentClientOptions) {
-    this.agentId = agentIdOf(token);
-    this.db = connect({ url, apiKey: anonKey, accessToken: token });
+  constructor(options: AgentClientOptions) {
+    this.agentId = agentIdOf(options.token);
+    this.db = connect({ url: options.url, apiKey: agentApiKey(options), accessToken: options.token });
   }
 
   async handoff(input: HandoffInput): Promise<Task> {

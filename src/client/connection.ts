@@ -5,7 +5,7 @@ import { NotFoundError, toBatonError, ValidationError } from '../errors.js';
 
 export interface ConnectOptions {
   url: string;
-  /** The project's anon key (agents) or service-role key (operators); sent as `apikey`. */
+  /** The project's publishable or anon key (agents), or secret or service-role key (operators); sent as `apikey`. */
   apiKey: string;
   /** A JWT to act with instead of the API key: an agent's own token. */
   accessToken?: string;
@@ -18,6 +18,20 @@ export function connect({ url, apiKey, accessToken }: ConnectOptions): SupabaseC
     realtime: { transport: WebSocket as never },
     ...(accessToken ? { accessToken: async () => accessToken } : {}),
   });
+}
+
+/** The API key an agent sends: the project's publishable key, or its legacy anon key. */
+export interface AgentKeyOptions {
+  /** The project's publishable key (sb_publishable_…). */
+  publishableKey?: string;
+  /** The legacy anon key; either works. */
+  anonKey?: string;
+}
+
+export function agentApiKey({ publishableKey, anonKey }: AgentKeyOptions): string {
+  const key = publishableKey ?? anonKey;
+  if (!key) throw new Error('an agent client needs the project\'s publishableKey (or legacy anonKey)');
+  return key;
 }
 
 type PostgrestResult = { data: unknown; status?: number; error: { code?: string; message: string; details?: string | null; hint?: string | null } | null };

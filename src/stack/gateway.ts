@@ -1,15 +1,24 @@
 /**
  * The API gateway: serves PostgREST under /rest/v1, as a Supabase project's gateway does, so that
- * supabase-js works unchanged. Like Supabase's, it refuses requests without a known API key and passes
- * the caller's Authorization header through (falling back to the API key itself).
+ * supabase-js works unchanged. Like Supabase's, it refuses requests without a known API key. A legacy
+ * key is itself a JWT and stands in for a missing Authorization header; an opaque publishable or secret
+ * key stands for the anon or service role, which the gateway passes on as a short-lived token of its own.
+ * A caller's own token goes through to PostgREST, which verifies it against the project's JWKS; the
+ * gateway first refuses one whose algorithm or key id the project does not have. The public keys are
+ * served at /auth/v1/.well-known/jwks.json.
  *
  * Nothing a caller sends may tie up the stack: CORS preflights are answered here and never reach
  * PostgREST; headers, bodies and time are bounded; and upstream work stops when the caller goes away.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { JWK } from 'jose';
 
 const REST_PREFIX = '/rest/v1';
+const JWKS_PATH = '/auth/v1/.well-known/jwks.json';
+/** How long the token behind an opaque key lives, and how long before its end a new one is made. */
+const ROLE_TOKEN_SECONDS = 3600;
+const ROLE_TOKEN_RENEW_SECONDS = 600;
 
 export const gatewayLimits = Object.freeze({
   /** Request line and headers: long filters (e.g. `in.(…)` of a thousand ids) fit. */
@@ -42,38 +51,59 @@ function reply(res: http.ServerResponse, status: number, body: Record<string, st
   res.end(JSON.stringify(body));
 }
 
+export interface GatewayKeys {
+  /** Legacy anon and service-role keys: JWTs, passed on as they are. */
+  legacy: string[];
+  /** Opaque keys and the role each stands for. */
+  opaque: Record<string, 'anon' | 'service_role'>;
+  /** Mints the token the gateway sends for a role behind an opaque key. */
+  mintRoleToken(role: 'anon' | 'service_role', lifetimeSeconds: number): Promise<string>;
+  /** The public signing keys: a token signed with ES256 must name one of them. */
+  jwks: JWK[];
+  /** Whether HS256 tokens (the legacy JWT secret) are accepted. */
+  legacySecret: boolean;
+}
+
+/** The algorithm and key id a JWT claims, or undefined if it is not a JWT. */
+function jwtHeader(token: string): { alg?: unknown; kid?: unknown } | undefined {
+  const [header, payload, signature] = token.split('.');
+  if (!header || !payload || signature === undefined) return undefined;
+  try {
+    return JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { alg?: unknown; kid?: unknown };
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startGateway(
-  { port, upstreamPort, apiKeys }: { port: number; upstreamPort: number; apiKeys: string[] },
+  { port, upstreamPort, keys }: { port: number; upstreamPort: number; keys: GatewayKeys },
 ): Promise<GatewayHandle> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const known = new Set(apiKeys);
-
-  const server = http.createServer({
-    maxHeaderSize: gatewayLimits.requestHeaderBytes,
-    requestTimeout: gatewayLimits.requestSeconds * 1000,
-    headersTimeout: Math.min(20, gatewayLimits.requestSeconds) * 1000,
-  }, (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://gateway');
-    if (url.pathname === '/health') return reply(res, 200, { status: 'ok' });
-    if (url.pathname !== REST_PREFIX && !url.pathname.startsWith(`${REST_PREFIX}/`)) {
-      return reply(res, 404, { message: `no route for ${url.pathname}; the REST API is under ${REST_PREFIX}/` });
+  const legacy = new Set(keys.legacy);
+  const kids = new Set(keys.jwks.map((k) => k.kid));
+  const jwksBody = JSON.stringify({ keys: keys.jwks });
+  const roleTokens = new Map<string, { token: Promise<string>; renewAt: number }>();
+  const roleToken = (role: 'anon' | 'service_role'): Promise<string> => {
+    const held = roleTokens.get(role);
+    if (held && held.renewAt > Date.now()) return held.token;
+    const token = keys.mintRoleToken(role, ROLE_TOKEN_SECONDS);
+    roleTokens.set(role, { token, renewAt: Date.now() + (ROLE_TOKEN_SECONDS - ROLE_TOKEN_RENEW_SECONDS) * 1000 });
+    return token;
+  };
+  /** Why a caller's token cannot be one of this project's, or undefined if it may be. */
+  const refuseToken = (authorization: string): string | undefined => {
+    const token = authorization.replace(/^Bearer\s+/i, '');
+    const header = jwtHeader(token);
+    if (!header) return 'the Authorization header does not carry a JWT';
+    if (header.alg === 'ES256') {
+      return kids.has(header.kid as string) ? undefined : `the token's key id (kid) "${String(header.kid)}" is not one of this project's signing keys`;
     }
-    // A CORS preflight carries no key; it is answered here and never costs PostgREST anything.
-    if (req.method === 'OPTIONS') {
-      res.writeHead(204, corsHeaders);
-      return void res.end();
-    }
+    if (header.alg === 'HS256' && keys.legacySecret) return undefined;
+    return `tokens signed with ${String(header.alg)} are not accepted here`;
+  };
 
-    const headers = { ...req.headers };
-    const apiKey = (headers.apikey as string | undefined) ?? url.searchParams.get('apikey') ?? undefined;
-    if (!apiKey) return reply(res, 401, { message: 'No API key found in request', hint: 'Send the anon or service-role key as the apikey header.' });
-    if (!known.has(apiKey)) return reply(res, 401, { message: 'Invalid API key', hint: 'Use the keys printed by baton stack env.' });
-    headers.authorization ??= `Bearer ${apiKey}`;
-    url.searchParams.delete('apikey');
-    if (Number(headers['content-length'] ?? 0) > gatewayLimits.bodyBytes) {
-      return reply(res, 413, { message: `the request body is larger than ${gatewayLimits.bodyBytes} bytes`, hint: 'Store large content elsewhere and send a link (an artifact uri).' });
-    }
-
+  /** Sends the request on to PostgREST and its answer back. */
+  const proxy = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, headers: http.IncomingHttpHeaders): void => {
     const upstream = http.request({
       host: '127.0.0.1',
       port: upstreamPort,
@@ -110,7 +140,53 @@ export async function startGateway(
       }
     });
     req.pipe(upstream);
+  };
+
+  const server = http.createServer({
+    maxHeaderSize: gatewayLimits.requestHeaderBytes,
+    requestTimeout: gatewayLimits.requestSeconds * 1000,
+    headersTimeout: Math.min(20, gatewayLimits.requestSeconds) * 1000,
+  }, (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (url.pathname === '/health') return reply(res, 200, { status: 'ok' });
+    if (url.pathname === JWKS_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=600', 'access-control-allow-origin': '*' });
+      return void res.end(req.method === 'GET' ? jwksBody : undefined);
+    }
+    if (url.pathname !== REST_PREFIX && !url.pathname.startsWith(`${REST_PREFIX}/`)) {
+      return reply(res, 404, { message: `no route for ${url.pathname}; the REST API is under ${REST_PREFIX}/` });
+    }
+    // A CORS preflight carries no key; it is answered here and never costs PostgREST anything.
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, corsHeaders);
+      return void res.end();
+    }
+
+    const headers = { ...req.headers };
+    const apiKey = (headers.apikey as string | undefined) ?? url.searchParams.get('apikey') ?? undefined;
+    if (!apiKey) return reply(res, 401, { message: 'No API key found in request', hint: 'Send the publishable (or anon) key as the apikey header.' });
+    const role = keys.opaque[apiKey];
+    if (!role && !legacy.has(apiKey)) return reply(res, 401, { message: 'Invalid API key', hint: 'Use the keys printed by baton stack env.' });
+    url.searchParams.delete('apikey');
+    // supabase-js sends the API key as the bearer too when it has no token of its own.
+    const own = headers.authorization && headers.authorization !== `Bearer ${apiKey}` ? headers.authorization : undefined;
+    if (own) {
+      const refused = refuseToken(own);
+      if (refused) return reply(res, 401, { code: 'PGRST301', message: `Invalid token: ${refused}`, hint: 'Use a token made for this project (baton agent token <id>).' });
+    } else if (!role) {
+      headers.authorization = `Bearer ${apiKey}`;
+    }
+    if (Number(headers['content-length'] ?? 0) > gatewayLimits.bodyBytes) {
+      return reply(res, 413, { message: `the request body is larger than ${gatewayLimits.bodyBytes} bytes`, hint: 'Store large content elsewhere and send a link (an artifact uri).' });
+    }
+
+    if (own || !role) return proxy(req, res, url, headers);
+    roleToken(role).then((token) => {
+      headers.authorization = `Bearer ${token}`;
+      proxy(req, res, url, headers);
+    }, (err: Error) => reply(res, 500, { message: `the gateway could not make a token for the ${role} role: ${err.message}` }));
   });
+
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -11,6 +11,7 @@ import { assertPortFree, freePort } from './ports.js';
 import { startPostgres } from './postgres.js';
 import { startPostgrest } from './postgrest.js';
 import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type StackEnv } from './state.js';
+import { mintRoleToken, publicJwk } from '../tokens.js';
 
 export interface StackOptions {
   /** Folder for the data, secrets and logs; kept between runs. */
@@ -60,13 +61,22 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
       adminPort: await freePort([apiPort, dbPort, postgrestPort]),
       dbUri: `postgresql://authenticator:${secrets.authenticatorPassword}@127.0.0.1:${dbPort}/postgres`,
       port: postgrestPort,
-      jwtSecret: secrets.jwtSecret,
+      // Tokens verify against both key systems: the signing key's public half and the legacy secret.
+      jwks: { keys: [publicJwk(secrets.signingKey), { kty: 'oct', alg: 'HS256', k: Buffer.from(secrets.jwtSecret).toString('base64url') }] },
       log,
     });
     running.push(postgrest.stop);
 
     const gateway = await startGateway({
-      port: apiPort, upstreamPort: postgrestPort, apiKeys: [secrets.anonKey, secrets.serviceRoleKey],
+      port: apiPort,
+      upstreamPort: postgrestPort,
+      keys: {
+        legacy: [secrets.anonKey, secrets.serviceRoleKey],
+        opaque: { [secrets.publishableKey]: 'anon', [secrets.secretKey]: 'service_role' },
+        mintRoleToken: (role, seconds) => mintRoleToken({ signingKey: secrets.signingKey }, role, seconds),
+        jwks: [publicJwk(secrets.signingKey)],
+        legacySecret: true,
+      },
     });
     running.push(gateway.stop);
 

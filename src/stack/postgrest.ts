@@ -28,7 +28,7 @@ function binaryPath(): string {
 }
 
 export async function startPostgrest(
-  { dbUri, port, adminPort, jwtSecret, log }: { dbUri: string; port: number; adminPort: number; jwtSecret: string; log: Logger },
+  { dbUri, port, adminPort, jwks, log }: { dbUri: string; port: number; adminPort: number; jwks: { keys: object[] }; log: Logger },
 ): Promise<PostgrestHandle> {
   const child = spawn(binaryPath(), [], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -37,7 +37,8 @@ export async function startPostgrest(
       PGRST_DB_URI: dbUri,
       PGRST_DB_SCHEMAS: 'public',
       PGRST_DB_ANON_ROLE: 'anon',
-      PGRST_JWT_SECRET: jwtSecret,
+      // A JWKS: PostgREST accepts a token that verifies with any of its keys.
+      PGRST_JWT_SECRET: JSON.stringify(jwks),
       PGRST_SERVER_HOST: '127.0.0.1',
       PGRST_SERVER_PORT: String(port),
       PGRST_ADMIN_SERVER_PORT: String(adminPort),

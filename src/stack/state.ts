@@ -2,10 +2,18 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { z } from 'zod';
-import { mintApiKey } from '../tokens.js';
+import { generateSigningKey, mintRoleToken, SigningKey } from '../tokens.js';
 import { stackPaths } from './paths.js';
 
+/**
+ * A stack holds both key systems, as a Supabase project in transition does: opaque publishable and
+ * secret API keys with an ES256 signing key for tokens (the default), and the legacy JWT secret with its
+ * anon and service-role keys, so that old scripts keep working.
+ */
 export const Secrets = z.object({
+  publishableKey: z.string().startsWith('sb_publishable_'),
+  secretKey: z.string().startsWith('sb_secret_'),
+  signingKey: SigningKey,
   jwtSecret: z.string().min(32),
   anonKey: z.string(),
   serviceRoleKey: z.string(),
@@ -26,15 +34,33 @@ export type Runtime = z.infer<typeof Runtime>;
 
 const randomSecret = (bytes: number) => crypto.randomBytes(bytes).toString('base64url');
 
-/** Reads the stack's secrets, generating them on first use. */
+const newKeys = async () => ({
+  publishableKey: `sb_publishable_${randomSecret(24)}`,
+  secretKey: `sb_secret_${randomSecret(24)}`,
+  signingKey: await generateSigningKey(),
+});
+
+/**
+ * Reads the stack's secrets, generating them on first use. A stack made before the new key system
+ * gets its publishable and secret keys and signing key now; its legacy keys stay as they were.
+ */
 export async function loadOrCreateSecrets(dir: string): Promise<Secrets> {
   const file = stackPaths(dir).secrets;
-  if (fs.existsSync(file)) return Secrets.parse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  if (fs.existsSync(file)) {
+    const stored = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Secrets>;
+    const parsed = Secrets.safeParse(stored);
+    if (parsed.success) return parsed.data;
+    const upgraded = Secrets.parse({ ...(await newKeys()), ...stored });
+    fs.writeFileSync(file, JSON.stringify(upgraded, null, 2) + '\n', { mode: 0o600 });
+    fs.chmodSync(file, 0o600);
+    return upgraded;
+  }
   const jwtSecret = randomSecret(48);
   const secrets: Secrets = {
+    ...(await newKeys()),
     jwtSecret,
-    anonKey: await mintApiKey(jwtSecret, 'anon'),
-    serviceRoleKey: await mintApiKey(jwtSecret, 'service_role'),
+    anonKey: await mintRoleToken({ jwtSecret }, 'anon'),
+    serviceRoleKey: await mintRoleToken({ jwtSecret }, 'service_role'),
     dbPassword: randomSecret(24),
     authenticatorPassword: randomSecret(24),
   };
@@ -86,6 +112,10 @@ export function readRuntime(dir: string): Runtime | undefined {
 
 export interface StackEnv {
   SUPABASE_URL: string;
+  SUPABASE_PUBLISHABLE_KEY: string;
+  SUPABASE_SECRET_KEY: string;
+  /** The private ES256 JWK that signs agent tokens (one line of JSON). */
+  BATON_SIGNING_KEY: string;
   SUPABASE_ANON_KEY: string;
   SUPABASE_SERVICE_ROLE_KEY: string;
   SUPABASE_JWT_SECRET: string;
@@ -95,6 +125,9 @@ export interface StackEnv {
 export function stackEnv(secrets: Secrets, apiPort: number, dbPort: number): StackEnv {
   return {
     SUPABASE_URL: `http://127.0.0.1:${apiPort}`,
+    SUPABASE_PUBLISHABLE_KEY: secrets.publishableKey,
+    SUPABASE_SECRET_KEY: secrets.secretKey,
+    BATON_SIGNING_KEY: JSON.stringify(secrets.signingKey),
     SUPABASE_ANON_KEY: secrets.anonKey,
     SUPABASE_SERVICE_ROLE_KEY: secrets.serviceRoleKey,
     SUPABASE_JWT_SECRET: secrets.jwtSecret,

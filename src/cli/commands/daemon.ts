@@ -20,12 +20,9 @@ interface DaemonFlags {
 
 async function agentOptions(config: BatonConfig, flags: DaemonFlags): Promise<AgentOptions> {
   const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config) : {};
-  const { url, anonKey, token } = agentEndpoint(config);
   return {
     ...file,
-    url,
-    anonKey,
-    token,
+    ...agentEndpoint(config),
     capabilities: flags.capabilities ?? file.capabilities,
     maxConcurrent: flags.maxConcurrent ?? file.maxConcurrent,
     poll: flags.poll ?? file.poll,

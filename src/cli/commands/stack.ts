@@ -62,7 +62,9 @@ export function registerStack(program: Command): void {
         throw new ExitError(`no stack is running in ${config.stackDir}`, exitCodes.refused, 'Start it first: baton stack start');
       }
       const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
-      emit(config, env, (e) => Object.entries(e).map(([k, v]) => `${k}=${v}`).join('\n'));
+      // A value that is not one plain word (the signing key's JSON) is single-quoted, for shells and dotenv alike.
+      const quoted = (v: string) => (/^[\w:/.@+=-]*$/.test(v) ? v : `'${v}'`);
+      emit(config, env, (e) => Object.entries(e).map(([k, v]) => `${k}=${quoted(v)}`).join('\n'));
     });
 
   stack.command('serve', { hidden: true })
