@@ -27,6 +27,8 @@ export type MessageKind = z.infer<typeof MessageKind>;
  */
 export const Json: z.ZodType<unknown> = z.unknown();
 export const JsonObject = z.record(z.string(), Json);
+/** A JSON column that is never null (a message body, a skill list). */
+export const JsonValue = z.custom<NonNullable<unknown>>((value) => value !== null && value !== undefined, 'a JSON value, not null');
 export type JsonObject = z.infer<typeof JsonObject>;
 
 const timestamp = z.string();
@@ -61,7 +63,7 @@ export const Agent = z.object({
   id: z.string(),
   display_name: z.string().nullable(),
   capabilities: z.array(z.string()),
-  skills_offered: Json,
+  skills_offered: JsonValue,
   comms_endpoint: z.string().nullable(),
   is_active: z.boolean(),
   last_heartbeat: timestamp.nullable(),
@@ -103,6 +105,8 @@ export const Task = z.object({
   completed_at: timestamp.nullable(),
   lease_expires_at: timestamp.nullable(),
   lease_seconds: z.number().int().nullable(),
+  /** How long the current claim holds while its holder is unheard, as Postgres prints an interval. */
+  claim_lease: z.string().nullable(),
   not_before: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
@@ -134,7 +138,7 @@ export const Message = z.object({
   task_id: z.uuid().nullable(),
   reply_to_id: z.uuid().nullable(),
   kind: MessageKind,
-  body: Json,
+  body: JsonValue,
   created_at: timestamp,
   read_at: timestamp.nullable(),
 });

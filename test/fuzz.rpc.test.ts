@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestAgent } from './helpers.js';
+import { untyped, type TestAgent } from './helpers.js';
 import { ownStack } from './own-stack.js';
 
 // A stack of its own: these agents claim whatever they may, and hand off broadcasts anyone may claim.
@@ -142,8 +142,8 @@ async function run(world: World, anyone: TestAgent, call: Call): Promise<string 
   let result: { status: number; error: { code?: string; message: string } | null; data: unknown };
   try {
     result = fn === 'agent_messages'
-      ? await as.client.db.from('agent_messages').insert({ ...args, from_agent: as.id }).select('id')
-      : await as.client.db.rpc(fn, args);
+      ? await untyped(as.client.db).from('agent_messages').insert({ ...args, from_agent: as.id }).select('id')
+      : await untyped(as.client.db).rpc(fn, args);
   } catch (err) {
     return `${fn}: the call itself failed: ${(err as Error).message}`;
   }

@@ -1,8 +1,10 @@
 import crypto from 'node:crypto';
+import type { SupabaseClient } from '@supabase/supabase-js';
 import pg from 'pg';
 import { afterAll, expect, inject } from 'vitest';
 import { createAdminClient } from '../src/client/admin.js';
 import { createBatonClient, type BatonClient } from '../src/client/agent.js';
+import type { BatonDb } from '../src/client/connection.js';
 import { BatonError } from '../src/errors.js';
 import type { Task } from '../src/schemas.js';
 import { parseSigningKey } from '../src/tokens.js';
@@ -31,6 +33,9 @@ export async function newAgent(
   const { token } = await admin.createAgent({ id, ...options });
   return { id, token, client: createBatonClient({ url: stack.SUPABASE_URL, publishableKey: stack.SUPABASE_PUBLISHABLE_KEY, token }) };
 }
+
+/** A client without the generated schema types, for calls the types would refuse (the database must too). */
+export const untyped = (db: BatonDb) => db as unknown as SupabaseClient;
 
 /** A superuser pool, to check what is stored without going through RLS; closed after the file. */
 export function database(): pg.Pool {

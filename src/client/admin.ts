@@ -1,10 +1,10 @@
 /** The operator's client (service-role key): registers agents and issues or revokes their tokens. */
-import type { SupabaseClient } from '@supabase/supabase-js';
+import type { BatonDb } from './connection.js';
 import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
 import { Agent, SweepReport } from '../schemas.js';
 import { mintAgentToken, type SigningKey, type TokenSigner } from '../tokens.js';
-import { connect, unwrap, unwrapOne } from './connection.js';
+import { asJson, connect, unwrap, unwrapOne } from './connection.js';
 
 export interface AdminClientOptions {
   url: string;
@@ -36,7 +36,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
 }
 
 export class AdminClient {
-  readonly db: SupabaseClient;
+  readonly db: BatonDb;
   private readonly signer?: TokenSigner;
 
   constructor({ url, secretKey, serviceRoleKey, signingKey, jwtSecret }: AdminClientOptions) {
@@ -51,11 +51,11 @@ export class AdminClient {
     const secret = this.secret();
     const [registered] = await unwrap(this.db.rpc('register_agent', {
       p_id: agent.id,
-      p_display_name: agent.displayName ?? null,
+      p_display_name: agent.displayName ?? undefined,
       p_capabilities: agent.capabilities ?? [],
-      p_skills_offered: agent.skillsOffered ?? [],
-      p_max_concurrent: agent.maxConcurrent ?? null,
-      p_token_expires_at: agent.tokenExpiresAt?.toISOString() ?? null,
+      p_skills_offered: asJson(agent.skillsOffered ?? []),
+      p_max_concurrent: agent.maxConcurrent ?? undefined,
+      p_token_expires_at: agent.tokenExpiresAt?.toISOString() ?? undefined,
     }), Registered);
     const token = await mintAgentToken(secret, {
       agentId: registered!.agent_id, tokenId: registered!.token_id, expiresAt: agent.tokenExpiresAt,
@@ -70,7 +70,7 @@ export class AdminClient {
   async issueToken(agentId: string, expiresAt?: Date): Promise<string> {
     const secret = this.secret();
     const tokenId = await unwrap(
-      this.db.rpc('issue_agent_token', { p_agent_id: agentId, p_expires_at: expiresAt?.toISOString() ?? null }),
+      this.db.rpc('issue_agent_token', { p_agent_id: agentId, p_expires_at: expiresAt?.toISOString() ?? undefined }),
       z.uuid(),
     );
     return mintAgentToken(secret, { agentId, tokenId, expiresAt });

@@ -1,5 +1,6 @@
 /** The client an agent uses: every call acts as the agent whose token it holds. */
-import type { SupabaseClient } from '@supabase/supabase-js';
+import type { Database, Json } from '../database.types.js';
+import type { BatonDb } from './connection.js';
 import { decodeJwt } from 'jose';
 import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
@@ -11,7 +12,7 @@ import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
   type ArtifactContent, type LinkedArtifact, type ResolvedArtifact,
 } from './artifacts.js';
-import { agentApiKey, connect, parseInput, unwrap, unwrapOne, type AgentKeyOptions } from './connection.js';
+import { agentApiKey, asJson, connect, parseInput, unwrap, unwrapOne, type AgentKeyOptions } from './connection.js';
 
 export interface AgentClientOptions extends AgentKeyOptions {
   url: string;
@@ -32,6 +33,10 @@ const Tasks = z.array(Task);
 
 const artifactColumns = 'id, task_id, name, media_type, size_bytes, sha256, uri, producer, created_at';
 
+/** The task RPCs that take a task id and answer with the task. */
+type TaskRpc = 'answer_question' | 'ask_question' | 'cancel_task' | 'complete_task' | 'decline_task' | 'fail_task'
+  | 'reassign_task' | 'reject_task' | 'release_task' | 'report_progress' | 'start_task';
+
 /** One outcome for `reportOutcomes`: a completion with its result, or a failure with its error. */
 export type Outcome =
   | { taskId: string; claimToken: ClaimToken; result?: TaskResult }
@@ -46,7 +51,7 @@ export function createBatonClient(options: AgentClientOptions): BatonClient {
 
 export class BatonClient {
   readonly agentId: string;
-  readonly db: SupabaseClient;
+  readonly db: BatonDb;
 
   constructor(options: AgentClientOptions) {
     this.agentId = agentIdOf(options.token);
@@ -57,19 +62,19 @@ export class BatonClient {
     const task = parseInput(HandoffInput, input);
     return unwrap(this.db.rpc('handoff_task', {
       p_title: task.title,
-      p_to_agent: task.to ?? null,
-      p_description: task.description ?? null,
+      p_to_agent: task.to ?? undefined,
+      p_description: task.description ?? undefined,
       p_priority: task.priority ?? 'medium',
-      p_payload: task.payload ?? {},
+      p_payload: asJson(task.payload ?? {}),
       p_required_capabilities: task.requiredCapabilities ?? [],
-      p_deadline: task.deadline instanceof Date ? task.deadline.toISOString() : (task.deadline ?? null),
+      p_deadline: task.deadline instanceof Date ? task.deadline.toISOString() : (task.deadline ?? undefined),
       p_max_attempts: task.maxAttempts ?? 3,
-      p_parent_task_id: task.parentTaskId ?? null,
-      p_idempotency_key: task.idempotencyKey ?? null,
+      p_parent_task_id: task.parentTaskId ?? undefined,
+      p_idempotency_key: task.idempotencyKey ?? undefined,
       p_allow_offline: task.allowOffline ?? true,
-      p_lease_seconds: task.leaseSeconds ?? null,
-      p_expected_outputs: task.expectedOutputs ?? [],
-      p_input_artifacts: task.inputArtifacts ?? [],
+      p_lease_seconds: task.leaseSeconds ?? undefined,
+      p_expected_outputs: asJson(task.expectedOutputs ?? []),
+      p_input_artifacts: asJson(task.inputArtifacts ?? []),
     }), Task);
   }
 
@@ -88,7 +93,7 @@ export class BatonClient {
         lease_seconds: t.leaseSeconds ?? null, expected_outputs: t.expectedOutputs ?? [], input_artifacts: t.inputArtifacts ?? [],
       };
     });
-    return unwrap(this.db.rpc('handoff_tasks', { p_tasks: tasks }), z.array(BatchHandoff));
+    return unwrap(this.db.rpc('handoff_tasks', { p_tasks: asJson(tasks) }), z.array(BatchHandoff));
   }
 
   /**
@@ -99,9 +104,9 @@ export class BatonClient {
   async reportOutcomes(outcomes: Outcome[]): Promise<BatchOutcome[]> {
     if (outcomes.length === 0) return [];
     return unwrap(this.db.rpc('report_outcomes', {
-      p_outcomes: outcomes.map((o) => ('error' in o
+      p_outcomes: asJson(outcomes.map((o) => ('error' in o
         ? { task_id: o.taskId, claim_token: o.claimToken, error: o.error, retry: o.retry ?? false, problems: o.problems ?? null }
-        : { task_id: o.taskId, claim_token: o.claimToken, result: o.result ?? { status: 'success' } })),
+        : { task_id: o.taskId, claim_token: o.claimToken, result: o.result ?? { status: 'success' } }))),
     }), z.array(BatchOutcome));
   }
 
@@ -114,7 +119,7 @@ export class BatonClient {
     const { leaseSeconds, start } = parseInput(ClaimOptions, options);
     return unwrap(this.db.rpc('claim_task', {
       p_task_id: parseInput(TaskId, taskId),
-      p_lease_seconds: leaseSeconds ?? null,
+      p_lease_seconds: leaseSeconds ?? undefined,
       p_start: start ?? false,
     }), Task);
   }
@@ -128,8 +133,8 @@ export class BatonClient {
     const { limit, capabilities, leaseSeconds, start } = parseInput(ClaimNextOptions, options);
     const rows = await unwrap(this.db.rpc('claim_next_tasks', {
       p_limit: limit ?? 1,
-      p_capabilities: capabilities?.length ? capabilities : null,
-      p_lease_seconds: leaseSeconds ?? null,
+      p_capabilities: capabilities?.length ? capabilities : undefined,
+      p_lease_seconds: leaseSeconds ?? undefined,
       p_start: start ?? false,
     }), z.array(z.looseObject({ id: z.string(), claim_token: z.string().nullable(), status: z.string() })));
     const tasks: Task[] = [];
@@ -177,7 +182,7 @@ export class BatonClient {
     if (typeof content === 'object' && 'uri' in content && !(content instanceof Uint8Array)) {
       return unwrap(this.db.rpc('attach_artifact', {
         p_task_id: id, p_name: name, p_media_type: content.mediaType ?? mediaType ?? guessMediaType(name, ''),
-        p_uri: content.uri, p_sha256: content.sha256 ?? null, p_size_bytes: content.sizeBytes ?? null,
+        p_uri: content.uri, p_sha256: content.sha256 ?? undefined, p_size_bytes: content.sizeBytes ?? undefined,
       }).select(artifactColumns).single(), Artifact);
     }
     const bytes = toBytes(content);
@@ -374,7 +379,7 @@ export class BatonClient {
     return unwrap(this.db.from('agent_messages').insert({
       from_agent: this.agentId,
       to_agent: message.to ?? null,
-      body: message.body,
+      body: asJson(message.body) as NonNullable<Json>,
       kind: message.kind ?? 'note',
       task_id: message.taskId ?? null,
       reply_to_id: message.replyToId ?? null,
@@ -406,9 +411,9 @@ export class BatonClient {
    */
   async heartbeat(statusMessage?: string, { active = true, everySeconds }: { active?: boolean; everySeconds?: number } = {}): Promise<Agent> {
     return unwrap(this.db.rpc('send_heartbeat', {
-      p_status_message: statusMessage ?? null,
+      p_status_message: statusMessage ?? undefined,
       p_active: active,
-      p_poll_interval: everySeconds === undefined ? null : seconds(everySeconds),
+      p_poll_interval: everySeconds === undefined ? undefined : seconds(everySeconds),
     }), Agent);
   }
 
@@ -434,21 +439,24 @@ export class BatonClient {
       poll_interval: p.pollIntervalSeconds === undefined ? undefined : seconds(p.pollIntervalSeconds),
     }).filter(([, value]) => value !== undefined));
     if (Object.keys(changes).length === 0) return this.agent(this.agentId);
-    return unwrapOne(this.db.from('agents').update(changes).eq('id', this.agentId).select('*').maybeSingle(), Agent, {
+    return unwrapOne(this.db.from('agents').update(changes as Database['public']['Tables']['agents']['Update']).eq('id', this.agentId).select('*').maybeSingle(), Agent, {
       message: `agent "${this.agentId}" is not registered`,
       hint: 'Ask an operator to register it: baton agent create <id>.',
     });
   }
 
-  private async holderCall(fn: string, taskId: string, claimToken: ClaimToken, args: Record<string, unknown>): Promise<Task> {
+  private async holderCall(fn: TaskRpc, taskId: string, claimToken: ClaimToken, args: Record<string, unknown>): Promise<Task> {
     return this.taskCall(fn, taskId, {
       p_claim_token: parseInput(z.uuid({ error: 'a claim token must be a UUID' }).nullable(), claimToken),
       ...args,
     });
   }
 
-  private async taskCall(fn: string, taskId: string, args: Record<string, unknown>): Promise<Task> {
-    return unwrap(this.db.rpc(fn, { p_task_id: parseInput(TaskId, taskId), ...args }), Task);
+  private async taskCall(fn: TaskRpc, taskId: string, args: Record<string, unknown>): Promise<Task> {
+    // The name is one of a fixed list and the arguments differ per function: PostgREST and the
+    // function's signature check them, and the answer is parsed.
+    const call = this.db.rpc as (name: TaskRpc, args: Record<string, unknown>) => ReturnType<BatonDb['rpc']>;
+    return unwrap(call.call(this.db, fn, { p_task_id: parseInput(TaskId, taskId), ...args }), Task);
   }
 }
 

@@ -1,7 +1,11 @@
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import WebSocket from 'ws';
 import type { z } from 'zod';
+import type { Database, Json } from '../database.types.js';
 import { NotFoundError, toBatonError, ValidationError } from '../errors.js';
+
+/** A supabase-js client typed with the schema (src/database.types.ts, generated from the migrations). */
+export type BatonDb = SupabaseClient<Database>;
 
 export interface ConnectOptions {
   url: string;
@@ -12,13 +16,16 @@ export interface ConnectOptions {
 }
 
 /** A supabase-js client for Baton: no sessions (agents are not users) and a WebSocket that Node 20 lacks. */
-export function connect({ url, apiKey, accessToken }: ConnectOptions): SupabaseClient {
-  return createClient(url, apiKey, {
+export function connect({ url, apiKey, accessToken }: ConnectOptions): BatonDb {
+  return createClient<Database>(url, apiKey, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
     realtime: { transport: WebSocket as never },
     ...(accessToken ? { accessToken: async () => accessToken } : {}),
   });
 }
+
+/** A value already checked by a zod schema, as the JSON type the generated schema expects. */
+export const asJson = (value: unknown): Json => value as Json;
 
 /** The API key an agent sends: the project's publishable key, or its legacy anon key. */
 export interface AgentKeyOptions {

@@ -25,13 +25,35 @@ export async function applyBootstrap(databaseUrl: string, authenticatorPassword:
   }
 }
 
+const supabaseCli = () => require.resolve('supabase/dist/supabase.js');
+
+/** The first line of src/database.types.ts, which says where the rest comes from. */
+export const typesHeader = '// Generated from the migrated schema by `npm run types` (supabase gen types --lang typescript); do not edit.\n';
+
+/**
+ * The TypeScript types of the public schema as the Supabase CLI generates them, from the database at
+ * `databaseUrl` (migrated). Only the CLI's standard output is kept: its notices go to standard error.
+ */
+export async function generateTypes(databaseUrl: string): Promise<string> {
+  try {
+    const { stdout } = await run(
+      process.execPath,
+      [supabaseCli(), 'gen', 'types', '--lang', 'typescript', '--schema', 'public', `--remote=${databaseUrl}`, '--workdir', packageRoot],
+      { env: { ...process.env, PGSSLMODE: 'disable' }, maxBuffer: 16 * 1024 * 1024 },
+    );
+    return typesHeader + stdout;
+  } catch (err) {
+    const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
+    throw new Error(`supabase gen types failed:\n${stdout}${stderr}`.trim(), { cause: err });
+  }
+}
+
 /** Applies supabase/migrations with the real Supabase CLI, exactly as for a hosted project. */
 export async function pushMigrations(databaseUrl: string): Promise<string> {
-  const cli = require.resolve('supabase/dist/supabase.js');
   try {
     const { stdout, stderr } = await run(
       process.execPath,
-      [cli, 'db', 'push', `--remote=${databaseUrl}`, '--yes', '--workdir', packageRoot],
+      [supabaseCli(), 'db', 'push', `--remote=${databaseUrl}`, '--yes', '--workdir', packageRoot],
       { env: { ...process.env, PGSSLMODE: 'disable', SUPABASE_YES: '1' }, maxBuffer: 16 * 1024 * 1024 },
     );
     return stdout + stderr;
