@@ -36,7 +36,10 @@ export function publicJwk(key: SigningKey): JWK {
   return { kty: key.kty, crv: key.crv, x: key.x, y: key.y, kid: key.kid, alg: 'ES256', use: 'sig', key_ops: ['verify'] };
 }
 
-/** Reads a signing key given as JWK text, saying what is wrong with it if it is not one. */
+/**
+ * Reads a signing key given as JWK text (or a JSON array of JWKs, as supabase/signing_keys.json holds
+ * them), saying what is wrong with it if it is not one.
+ */
 export function parseSigningKey(text: string, source: string): SigningKey {
   let value: unknown;
   try {
@@ -44,7 +47,8 @@ export function parseSigningKey(text: string, source: string): SigningKey {
   } catch {
     throw new Error(`${source} is not JSON; it must be a private ES256 JWK (from \`baton keys generate\` or \`supabase gen signing-key --algorithm ES256\`)`);
   }
-  const parsed = SigningKey.safeParse(value);
+  // supabase/signing_keys.json holds an array; its first key is the one that signs.
+  const parsed = SigningKey.safeParse(Array.isArray(value) ? value[0] : value);
   if (!parsed.success) {
     throw new Error(`${source} is not a private ES256 JWK with a kid (${parsed.error.issues.map((i) => i.path.join('.') || i.message).join(', ')}); `
       + 'generate one with `baton keys generate` or `supabase gen signing-key --algorithm ES256`');

@@ -6,7 +6,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { exportJWK, generateKeyPair, importJWK, SignJWT } from 'jose';
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
+import { generateKeyPair, importJWK, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createAdminClient } from '../src/client/admin.js';
 import { createBatonClient } from '../src/client/agent.js';
@@ -15,6 +18,8 @@ import { generateSigningKey, mintAgentToken, parseSigningKey, publicJwk } from '
 import { baton } from './cli.js';
 import { admin, refusal, stack, uniqueId } from './helpers.js';
 
+const run = promisify(execFile);
+const require = createRequire(import.meta.url);
 const signingKey = parseSigningKey(stack.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY');
 const rest = (pathname: string, headers: Record<string, string>) => fetch(`${stack.SUPABASE_URL}/rest/v1/${pathname}`, { headers });
 
@@ -116,9 +121,15 @@ describe('agent tokens', () => {
     const broken = await baton(['keys', 'public'], { BATON_SIGNING_KEY: '{"kty":"EC"}' });
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(/not a private ES256 JWK with a kid/);
-    // The shape `supabase gen signing-key --algorithm ES256` prints: key_ops, ext and use included.
-    const supabaseStyle = { ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)), kid: crypto.randomUUID(), use: 'sig', key_ops: ['sign', 'verify'], alg: 'ES256', ext: true };
-    expect(parseSigningKey(JSON.stringify(supabaseStyle), 'key').kid).toBe(supabaseStyle.kid);
+    // A key from the real Supabase CLI, alone or as supabase/signing_keys.json holds it (an array).
+    const cli = await run(process.execPath, [require.resolve('supabase/dist/supabase.js'), 'gen', 'signing-key', '--algorithm', 'ES256'],
+      { cwd: fs.mkdtempSync(path.join(os.tmpdir(), 'baton-sbkey-')) });
+    const jwk = cli.stdout.split('\n')[0]!;
+    const fromCli = parseSigningKey(jwk, 'the Supabase CLI\'s key');
+    expect(parseSigningKey(`[${jwk}]`, 'signing_keys.json')).toEqual(fromCli);
+    // It signs agent tokens; this project does not know its kid, so the gateway refuses them.
+    const foreign = await mintAgentToken({ signingKey: fromCli }, { agentId: 'anyone', tokenId: crypto.randomUUID() });
+    expect((await call(foreign)).status).toBe(401);
   });
 });
 
