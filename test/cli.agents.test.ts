@@ -9,9 +9,10 @@ import { z } from 'zod';
 import { Agent, AgentPresence, Message, Task } from '../src/schemas.js';
 import { baton, cliAs, cliPath, parsed } from './cli.js';
 import { newAgent, stack, uniqueId } from './helpers.js';
+import { operatorEnv } from './keys-mode.js';
 
 const operator = (...args: string[]) => baton(args, {
-  SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_SECRET_KEY: stack.SUPABASE_SECRET_KEY, BATON_SIGNING_KEY: stack.BATON_SIGNING_KEY,
+  SUPABASE_URL: stack.SUPABASE_URL, ...operatorEnv(stack),
 });
 
 describe('presence', async () => {

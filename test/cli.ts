@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { agentKeyEnv } from './keys-mode.js';
 
 export const cliPath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli', 'index.js');
 
@@ -24,10 +25,8 @@ export function baton(args: string[], env: Record<string, string | undefined> = 
 }
 
 /** Runs the CLI as the agent holding `token`, against the test stack. */
-export function cliAs(token: string | undefined, stack: { SUPABASE_URL: string; SUPABASE_PUBLISHABLE_KEY: string }) {
-  return (...args: string[]) => baton(args, {
-    SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: stack.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token,
-  });
+export function cliAs(token: string | undefined, stack: { SUPABASE_URL: string; SUPABASE_PUBLISHABLE_KEY: string; SUPABASE_ANON_KEY: string }) {
+  return (...args: string[]) => baton(args, { SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: token });
 }
 
 /** Parses stdout as the one JSON document `--json` promises. */

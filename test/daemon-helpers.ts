@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterEach, expect } from 'vitest';
 import { createAgent, type AgentOptions, type BatonAgent } from '../src/agent/daemon.js';
 import { stack, type TestAgent } from './helpers.js';
+import { agentKey } from './keys-mode.js';
 
 /** Fast schedules for tests: claim every second, heartbeat every two. */
 export const fast = { poll: '* * * * * *', heartbeat: '*/2 * * * * *' } as const;
@@ -17,7 +18,7 @@ export async function daemon(agent: TestAgent, options: Partial<AgentOptions> = 
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } });
   const instance = createAgent({
-    url: stack.SUPABASE_URL, publishableKey: stack.SUPABASE_PUBLISHABLE_KEY, token: agent.token, ...fast,
+    url: stack.SUPABASE_URL, ...agentKey(stack), token: agent.token, ...fast,
     log: pino({ level: 'debug' }, sink), ...options,
   });
   started.push(instance);

@@ -2,18 +2,15 @@ import crypto from 'node:crypto';
 import type { SupabaseClient } from '@supabase/supabase-js';
 import pg from 'pg';
 import { afterAll, expect, inject } from 'vitest';
-import { createAdminClient } from '../src/client/admin.js';
 import { createBatonClient, type BatonClient } from '../src/client/agent.js';
 import type { BatonDb } from '../src/client/connection.js';
 import { BatonError } from '../src/errors.js';
 import type { Task } from '../src/schemas.js';
-import { parseSigningKey } from '../src/tokens.js';
+import { adminFor, agentKey } from './keys-mode.js';
 
 export const stack = inject('stack');
-/** The suite works as a new Supabase project does: a secret key, and agent tokens signed with ES256. */
-export const admin = createAdminClient({
-  url: stack.SUPABASE_URL, secretKey: stack.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(stack.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY'),
-});
+/** The suite works as a new Supabase project does (a secret key, ES256 agent tokens), or as a legacy one. */
+export const admin = adminFor(stack);
 
 /** An id no other test uses, so test files can run side by side on one stack. */
 export function uniqueId(prefix: string): string {
@@ -31,7 +28,7 @@ export async function newAgent(
 ): Promise<TestAgent> {
   const id = uniqueId(prefix);
   const { token } = await admin.createAgent({ id, ...options });
-  return { id, token, client: createBatonClient({ url: stack.SUPABASE_URL, publishableKey: stack.SUPABASE_PUBLISHABLE_KEY, token }) };
+  return { id, token, client: createBatonClient({ url: stack.SUPABASE_URL, ...agentKey(stack), token }) };
 }
 
 /** A client without the generated schema types, for calls the types would refuse (the database must too). */

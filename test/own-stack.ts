@@ -4,9 +4,9 @@
  */
 import fs from 'node:fs';
 import { afterAll, beforeAll } from 'vitest';
-import { createAdminClient, type AdminClient } from '../src/client/admin.js';
+import type { AdminClient } from '../src/client/admin.js';
 import { createBatonClient } from '../src/client/agent.js';
-import { parseSigningKey } from '../src/tokens.js';
+import { adminFor, agentKey } from './keys-mode.js';
 import { startStack, type Stack } from '../src/stack/index.js';
 import { freePort } from '../src/stack/ports.js';
 import type { StackEnv } from '../src/stack/state.js';
@@ -29,14 +29,14 @@ export function ownStack(prefix: string): OwnStack {
     async newAgent(agentPrefix: string, options: { capabilities?: string[]; maxConcurrent?: number } = {}): Promise<TestAgent> {
       const id = uniqueId(agentPrefix);
       const { token } = await own.admin.createAgent({ id, ...options });
-      return { id, token, client: createBatonClient({ url: own.env.SUPABASE_URL, publishableKey: own.env.SUPABASE_PUBLISHABLE_KEY, token }) };
+      return { id, token, client: createBatonClient({ url: own.env.SUPABASE_URL, ...agentKey(own.env), token }) };
     },
   };
   beforeAll(async () => {
     const apiPort = await freePort();
     stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
     own.env = stack.env;
-    own.admin = createAdminClient({ url: stack.env.SUPABASE_URL, secretKey: stack.env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(stack.env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
+    own.admin = adminFor(stack.env);
   });
   afterAll(async () => {
     await stack?.stop();

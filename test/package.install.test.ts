@@ -26,7 +26,7 @@ afterAll(async () => {
 describe('the packed tarball', () => {
   it('installs globally and runs the whole loop from an empty folder', async () => {
     const { stdout: packed } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: packageRoot });
-    const [{ filename, files }] = JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    const { filename, files } = (JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>)[0]!;
     const shipped = files.map((f) => f.path);
     expect(shipped).toEqual(expect.arrayContaining(['dist/cli/index.js', 'supabase/config.toml', 'migrations/00_supabase_bootstrap.sql', 'scripts/agentcomms/handoff.sh']));
     expect(shipped.some((f) => f.startsWith('supabase/migrations/'))).toBe(true);
