@@ -12,8 +12,9 @@ import { agentApiKey, type AgentKeyOptions } from '../client/connection.js';
 import { BatonError, MissingOutputsError, OutputSchemaError } from '../errors.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import { silentLogger } from '../logger.js';
-import type { AgentPresence, Message, Task, TaskStatus } from '../schemas.js';
+import { finalStatuses, type AgentPresence, type Message, type Task, type TaskStatus } from '../schemas.js';
 import { OutcomeBatcher } from './outcomes.js';
+import { PushListener } from './push.js';
 import {
   RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
 } from './executors.js';
@@ -44,6 +45,13 @@ export interface AgentOptions extends AgentKeyOptions {
   graceSeconds?: number;
   /** Run the sweep on every poll (default true). */
   sweep?: boolean;
+  /**
+   * Listen for work through Supabase Realtime (default true): claims start the moment work arrives, and
+   * the poll slows to a safety net (`slowPollSeconds`) while every channel is up.
+   */
+  push?: boolean;
+  /** While push is up, claim on the poll only this often, in seconds (default 60). */
+  slowPollSeconds?: number;
   /** Runs once for each task this agent sent that reached a final state. */
   onResult?: (task: Task, message: Message) => unknown;
   log?: Logger;
@@ -84,6 +92,11 @@ export class BatonAgent {
   private nextSweepAt = 0;
   private launched = 0;
   private tickLimit: number | undefined;
+  private push: PushListener | undefined;
+  /** The capabilities the agent's row holds (set here or by an operator): its broadcast topics. */
+  private capabilities: string[] = [];
+  private readonly wakeTimers = new Set<NodeJS.Timeout>();
+  private lastPollClaim = 0;
 
   constructor(private readonly options: AgentOptions) {
     this.client = createBatonClient(options);
@@ -109,6 +122,7 @@ export class BatonAgent {
       cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat` }),
       cron.schedule(this.poll, () => this.pollOnce(), { noOverlap: true, name: `${this.id}-poll` }),
     );
+    if (this.options.push !== false) this.listen();
     await this.pollOnce();
     this.log.info({ capabilities: this.options.capabilities, maxConcurrent: this.capacity, poll: this.poll }, 'agent started');
   }
@@ -137,6 +151,8 @@ export class BatonAgent {
     if (this.stopping) return;
     this.stopping = true;
     for (const schedule of this.schedules) await schedule.destroy();
+    await this.push?.stop();
+    for (const timer of this.wakeTimers) clearTimeout(timer);
     await this.polling;
     await this.claiming;
     const all = () => Promise.allSettled([...this.running.values()].map((r) => r.done));
@@ -163,6 +179,7 @@ export class BatonAgent {
       ?? Math.min(schedulePeriodSeconds(this.poll), schedulePeriodSeconds(this.heartbeat), maxEverySeconds);
     const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent, pollIntervalSeconds });
     this.capacity = row.max_concurrent;
+    this.capabilities = row.capabilities;
   }
 
   private async beat(): Promise<void> {
@@ -190,8 +207,36 @@ export class BatonAgent {
       if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');
     }
     await this.checkClaims(false);
+    // While push is up, work and results arrive by themselves; the poll is only a safety net.
+    const slowPoll = (this.options.slowPollSeconds ?? agentDefaults.slowPollSeconds) * 1000;
+    if (this.push?.up && Date.now() - this.lastPollClaim < slowPoll) return;
+    this.lastPollClaim = Date.now();
     await this.deliverResults();
     await this.claimRound();
+  }
+
+  /** Joins its topics: its own, its capabilities', and open work's. */
+  private listen(): void {
+    const topics = [`agent:${this.id}`, 'tasks:open', ...this.capabilities.map((c) => `capability:${c}`)];
+    const quietly = (work: Promise<void>) => void work.catch((err: unknown) => this.log.error({ err }, 'a push wake-up failed'));
+    this.push = new PushListener(this.client, topics, {
+      work: (tasks) => {
+        if (this.stopping) return;
+        quietly(this.claimRound());
+        // A retry waits out its backoff: wake again when the first one is due.
+        const due = Math.min(...tasks.map((t) => (t.not_before ? Date.parse(t.not_before) : Infinity)));
+        if (Number.isFinite(due) && due > Date.now()) {
+          const timer = setTimeout(() => { this.wakeTimers.delete(timer); if (!this.stopping) quietly(this.claimRound()); }, due - Date.now() + 50);
+          timer.unref();
+          this.wakeTimers.add(timer);
+        }
+      },
+      news: (tasks) => {
+        if (!this.stopping && tasks.some((t) => finalStatuses.includes(t.status as TaskStatus))) quietly(this.deliverResults());
+      },
+      up: () => { if (!this.stopping) quietly(this.claimRound().then(() => this.deliverResults())); },
+    }, this.log);
+    this.push.start();
   }
 
   /**

@@ -17,6 +17,8 @@ export const agentDefaults = Object.freeze({
   sweepSeconds: 5,
   /** How many tasks one `agent tick` runs at most, claiming again as slots free. */
   tickLimit: 100,
+  /** While push is up, how often the poll still claims, as a safety net (seconds). */
+  slowPollSeconds: 60,
 });
 
 const schedule = z.string().refine((expr) => cron.validate(expr), {
@@ -69,6 +71,9 @@ export const AgentFileConfig = z.strictObject({
   every: every.optional(),
   graceSeconds: z.number().nonnegative().optional(),
   sweep: z.boolean().optional(),
+  /** Listen for work through Supabase Realtime (default true). */
+  push: z.boolean().optional(),
+  slowPollSeconds: z.number().positive().optional(),
   executors: z.record(z.string(), ExecutorSpec).optional(),
 });
 export type AgentFileConfig = z.infer<typeof AgentFileConfig>;

@@ -13,6 +13,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { JWK } from 'jose';
+import { REALTIME_PATH, type RealtimeHandle } from './realtime.js';
 
 const REST_PREFIX = '/rest/v1';
 const JWKS_PATH = '/auth/v1/.well-known/jwks.json';
@@ -76,7 +77,7 @@ function jwtHeader(token: string): { alg?: unknown; kid?: unknown } | undefined 
 }
 
 export async function startGateway(
-  { port, upstreamPort, keys }: { port: number; upstreamPort: number; keys: GatewayKeys },
+  { port, upstreamPort, keys, realtime }: { port: number; upstreamPort: number; keys: GatewayKeys; realtime?: RealtimeHandle },
 ): Promise<GatewayHandle> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const legacy = new Set(keys.legacy);
@@ -187,6 +188,21 @@ export async function startGateway(
     }, (err: Error) => reply(res, 500, { message: `the gateway could not make a token for the ${role} role: ${err.message}` }));
   });
 
+
+  // Realtime's WebSocket: the API key comes in the query string, as realtime-js sends it.
+  server.on('upgrade', (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    const apiKey = url.searchParams.get('apikey') ?? (req.headers.apikey as string | undefined);
+    if (url.pathname !== REALTIME_PATH || !realtime) {
+      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
+      return;
+    }
+    if (!apiKey || (!keys.opaque[apiKey] && !legacy.has(apiKey))) {
+      socket.end('HTTP/1.1 401 Unauthorized\r\nconnection: close\r\n\r\n');
+      return;
+    }
+    realtime.upgrade(req, socket, head, apiKey);
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

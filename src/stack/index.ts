@@ -10,6 +10,7 @@ import { assertReachableByPostgres, stackPaths } from './paths.js';
 import { assertPortFree, freePort } from './ports.js';
 import { startPostgres } from './postgres.js';
 import { startPostgrest } from './postgrest.js';
+import { startRealtime } from './realtime.js';
 import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type StackEnv } from './state.js';
 import { mintRoleToken, publicJwk } from '../tokens.js';
 
@@ -67,7 +68,18 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
     });
     running.push(postgrest.stop);
 
+    const realtime = await startRealtime({
+      databaseUrl: env.DATABASE_URL,
+      jwks: [publicJwk(secrets.signingKey)],
+      legacySecret: secrets.jwtSecret,
+      roleOfApiKey: (key) => (key === secrets.publishableKey ? 'anon' : key === secrets.secretKey ? 'service_role'
+        : key === secrets.anonKey || key === secrets.serviceRoleKey ? 'jwt' : undefined),
+      log,
+    });
+    running.push(realtime.stop);
+
     const gateway = await startGateway({
+      realtime,
       port: apiPort,
       upstreamPort: postgrestPort,
       keys: {

@@ -1,0 +1,67 @@
+/**
+ * Wake-ups through Supabase Realtime: an agent listens on private channels for its own topic, its
+ * capabilities' topics and open work (see supabase/migrations/*_push.sql). A message only says that
+ * there is work or news; the daemon then claims or reads through the RPCs as always. realtime-js
+ * rejoins channels and reconnects with backoff by itself; this tracks whether every channel is up, so
+ * the daemon can poll fast while one is not.
+ */
+import type { RealtimeChannel } from '@supabase/supabase-js';
+import type { Logger } from 'pino';
+import type { BatonClient } from '../client/agent.js';
+
+/** What a message says of a task: never more than its id, status and when it may be claimed. */
+export interface PushedTask { id: string; status: string; not_before?: string | null }
+
+export interface PushHandlers {
+  /** Work became claimable on one of the topics (a retry only once its not_before has passed). */
+  work(tasks: PushedTask[]): void;
+  /** A task this agent sent or holds changed. */
+  news(tasks: PushedTask[]): void;
+  /** Every channel joined (again): catch up on anything missed while down. */
+  up(): void;
+}
+
+export class PushListener {
+  private readonly channels: RealtimeChannel[] = [];
+  private readonly joined = new Set<string>();
+  private wasUp = false;
+
+  constructor(
+    private readonly client: BatonClient,
+    private readonly topics: string[],
+    private readonly handlers: PushHandlers,
+    private readonly log: Logger,
+  ) {}
+
+  /** Whether every channel is joined now. */
+  get up(): boolean {
+    return this.joined.size === this.topics.length;
+  }
+
+  start(): void {
+    for (const topic of this.topics) {
+      const channel = this.client.db.channel(topic, { config: { private: true } })
+        .on('broadcast', { event: 'work' }, ({ payload }) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []))
+        .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []));
+      channel.subscribe((status, err) => {
+        if (status === 'SUBSCRIBED') this.joined.add(topic);
+        else this.joined.delete(topic);
+        if (this.up && !this.wasUp) {
+          this.log.info({ topics: this.topics }, 'push is up: listening for work');
+          this.handlers.up();
+        } else if (!this.up && this.wasUp) {
+          this.log.warn({ topic, status, err: err?.message }, 'push is down: polling at the fast rhythm until it is back');
+        } else if (status !== 'SUBSCRIBED' && status !== 'CLOSED') {
+          this.log.warn({ topic, status, err: err?.message }, 'could not listen; polling instead');
+        }
+        this.wasUp = this.up;
+      });
+      this.channels.push(channel);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.channels.splice(0).map((c) => this.client.db.removeChannel(c)));
+    this.joined.clear();
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * Supabase Realtime's broadcast, for the embedded stack: the Phoenix channel protocol that
+ * @supabase/realtime-js speaks (JSON frames), fed by the NOTIFY that the bootstrap's realtime.send()
+ * raises. A private channel is joined only if the realtime.messages policies let the joining role read
+ * a message on its topic, evaluated in the database as that role with its claims (as hosted Realtime
+ * does), after the same token check as every REST call. Postgres changes and client broadcasts are not
+ * served: Baton's agents only listen.
+ */
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import pg from 'pg';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { Logger } from 'pino';
+
+export const REALTIME_PATH = '/realtime/v1/websocket';
+const CHANNEL = 'realtime_broadcast';
+const ROLES = new Set(['anon', 'authenticated', 'service_role']);
+
+export interface RealtimeOptions {
+  databaseUrl: string;
+  /** The public signing keys (ES256) tokens may be signed with. */
+  jwks: JWK[];
+  /** The legacy JWT secret, if HS256 tokens are accepted. */
+  legacySecret?: string;
+  /** The role an API key stands for, or undefined if the key is unknown. */
+  roleOfApiKey(apiKey: string): 'anon' | 'service_role' | 'jwt' | undefined;
+  log: Logger;
+}
+
+export interface RealtimeHandle {
+  /** Takes over an HTTP upgrade to REALTIME_PATH. */
+  upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, apiKey: string): void;
+  stop(): Promise<void>;
+}
+
+type Frame = [joinRef: string | null, ref: string | null, topic: string, event: string, payload: Record<string, unknown>];
+interface Joined { socket: WebSocket; joinRef: string; private: boolean }
+
+export async function startRealtime(options: RealtimeOptions): Promise<RealtimeHandle> {
+  const { log } = options;
+  const keys = createLocalJWKSet({ keys: options.jwks });
+  const kids = new Set(options.jwks.map((k) => k.kid));
+  const secret = options.legacySecret ? new TextEncoder().encode(options.legacySecret) : undefined;
+  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+  pool.on('error', (err) => log.warn({ err }, 'realtime: a database connection failed'));
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  /** Who listens on each topic (as realtime-js names it, "realtime:<topic>"). */
+  const listeners = new Map<string, Set<Joined>>();
+  let stopping = false;
+
+  /** The claims of a token this project signed, or an error saying why not. */
+  async function verify(token: string): Promise<JWTPayload> {
+    const header = decodeProtectedHeader(token);
+    if (header.alg === 'ES256') {
+      if (!kids.has(header.kid)) throw new Error(`the token's key id (kid) "${String(header.kid)}" is not one of this project's signing keys`);
+      return (await jwtVerify(token, keys, { algorithms: ['ES256'] })).payload;
+    }
+    if (header.alg === 'HS256' && secret) return (await jwtVerify(token, secret, { algorithms: ['HS256'] })).payload;
+    throw new Error(`tokens signed with ${String(header.alg)} are not accepted here`);
+  }
+
+  /** Whether `claims` may read broadcasts on `topic`, by the realtime.messages policies. */
+  async function mayJoin(claims: JWTPayload, topic: string): Promise<void> {
+    const role = String(claims.role ?? 'anon');
+    if (!ROLES.has(role)) throw new Error(`the role "${role}" cannot join channels`);
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      await client.query("select set_config('request.jwt.claims', $1, true), set_config('request.method', 'GET', true)", [JSON.stringify(claims)]);
+      // Revoked, expired or never-issued agent tokens are refused here as on every REST call.
+      await client.query('select baton_private.check_request()');
+      const { rows: [probe] } = await client.query(
+        "insert into realtime.messages (topic, extension, event, payload, private) values ($1, 'broadcast', 'join', '{}', true) returning id", [topic]);
+      await client.query(`set local role ${role}`);
+      await client.query("select set_config('realtime.topic', $1, true)", [topic]);
+      const { rows: [seen] } = await client.query('select count(*)::int as n from realtime.messages where id = $1', [probe.id]);
+      if (seen.n !== 1) throw new Error(`not allowed to listen on "${topic}"`);
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
+  }
+
+  const send = (socket: WebSocket, frame: Frame) => {
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
+  };
+  const reply = (socket: WebSocket, [joinRef, ref, topic]: Frame, status: 'ok' | 'error', response: Record<string, unknown>) =>
+    send(socket, [joinRef, ref, topic, 'phx_reply', { status, response }]);
+
+  function leave(socket: WebSocket, topic: string): void {
+    const set = listeners.get(topic);
+    if (!set) return;
+    for (const joined of set) if (joined.socket === socket) set.delete(joined);
+    if (set.size === 0) listeners.delete(topic);
+  }
+
+  async function join(socket: WebSocket, frame: Frame, apiKeyClaims: JWTPayload | undefined): Promise<void> {
+    const [joinRef, , topic, , payload] = frame;
+    const config = (payload.config ?? {}) as { private?: boolean; postgres_changes?: unknown[] };
+    if (config.postgres_changes?.length) {
+      return reply(socket, frame, 'error', { reason: 'postgres_changes are not served by the embedded stack; listen to broadcasts' });
+    }
+    try {
+      const token = typeof payload.access_token === 'string' ? payload.access_token : undefined;
+      const claims = token ? await verify(token) : apiKeyClaims;
+      if (!claims) throw new Error('no token: join with an agent\'s access token');
+      if (config.private) await mayJoin(claims, topic.replace(/^realtime:/, ''));
+      leave(socket, topic);
+      if (!listeners.has(topic)) listeners.set(topic, new Set());
+      listeners.get(topic)!.add({ socket, joinRef: joinRef ?? '', private: Boolean(config.private) });
+      reply(socket, frame, 'ok', { postgres_changes: [] });
+    } catch (err) {
+      reply(socket, frame, 'error', { reason: (err as Error).message });
+    }
+  }
+
+  wss.on('connection', (socket: WebSocket, apiKeyClaims: JWTPayload | undefined) => {
+    let alive = true;
+    socket.on('pong', () => { alive = true; });
+    const ping = setInterval(() => {
+      if (!alive) return socket.terminate();
+      alive = false;
+      socket.ping();
+    }, 30_000);
+    socket.on('close', () => {
+      clearInterval(ping);
+      for (const topic of [...listeners.keys()]) leave(socket, topic);
+    });
+    socket.on('message', (data: RawData, isBinary: boolean) => {
+      let frame: Frame;
+      try {
+        if (isBinary) throw new Error('binary');
+        frame = JSON.parse(String(data)) as Frame;
+        if (!Array.isArray(frame) || frame.length !== 5) throw new Error('not a frame');
+      } catch {
+        return; // client broadcasts (binary) and anything else are not served
+      }
+      const [, , topic, event] = frame;
+      if (topic === 'phoenix' && event === 'heartbeat') return reply(socket, frame, 'ok', {});
+      if (event === 'phx_join') return void join(socket, frame, apiKeyClaims);
+      if (event === 'phx_leave') {
+        leave(socket, topic);
+        return reply(socket, frame, 'ok', {});
+      }
+      if (event === 'access_token') return reply(socket, frame, 'ok', {});
+      return reply(socket, frame, 'error', { reason: `${event} is not served by the embedded stack` });
+    });
+  });
+
+  // Deliveries: one LISTEN connection, reconnected if it drops.
+  let listener: pg.Client | undefined;
+  const deliver = (text: string | undefined) => {
+    let message: { topic: string; event: string; payload: unknown; private: boolean };
+    try {
+      message = JSON.parse(text ?? '');
+    } catch {
+      return;
+    }
+    const topic = `realtime:${message.topic}`;
+    for (const joined of listeners.get(topic) ?? []) {
+      if (joined.private !== Boolean(message.private)) continue;
+      send(joined.socket, [joined.joinRef, null, topic, 'broadcast', { type: 'broadcast', event: message.event, payload: message.payload }]);
+    }
+  };
+  const listen = async (attempt = 0): Promise<void> => {
+    if (stopping) return;
+    const client = new pg.Client({ connectionString: options.databaseUrl });
+    client.on('notification', (n) => deliver(n.payload));
+    client.on('error', (err) => {
+      log.warn({ err }, 'realtime: the LISTEN connection failed; reconnecting');
+      void client.end().catch(() => undefined);
+      if (listener === client) listener = undefined;
+      setTimeout(() => void listen(1), 500).unref();
+    });
+    try {
+      await client.connect();
+      await client.query(`listen ${CHANNEL}`);
+      listener = client;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if (attempt > 20) throw err;
+      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
+      return listen(attempt + 1);
+    }
+  };
+  await listen();
+
+  return {
+    upgrade(req, socket, head, apiKey) {
+      const role = options.roleOfApiKey(apiKey);
+      const claims = role === 'anon' || role === 'service_role' ? { role } : undefined;
+      const accept = (keyClaims: JWTPayload | undefined) =>
+        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, keyClaims));
+      if (role === 'jwt') {
+        // A legacy API key is itself a token: its role stands for a join without one of its own.
+        verify(apiKey).then(accept, () => socket.destroy());
+      } else {
+        accept(claims);
+      }
+    },
+    async stop() {
+      stopping = true;
+      for (const socket of wss.clients) socket.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await listener?.end().catch(() => undefined);
+      await pool.end();
+    },
+  };
+}

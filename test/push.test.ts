@@ -1,0 +1,103 @@
+/**
+ * Push through Supabase Realtime, as supabase-js's own client receives it from the embedded stack:
+ * private channels authorized by the realtime.messages policies, messages that say there is work (ids,
+ * never payloads), and news of a sender's tasks.
+ */
+import type { RealtimeChannel } from '@supabase/supabase-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { daemon, eventually } from './daemon-helpers.js';
+import { newAgent, uniqueId, type TestAgent } from './helpers.js';
+
+const channels: RealtimeChannel[] = [];
+afterEach(async () => {
+  await Promise.all(channels.splice(0).map((c) => c.unsubscribe()));
+});
+
+/** Joins `topic` as `agent` on a private channel; resolves with the join's outcome and what arrives. */
+async function listen(agent: TestAgent, topic: string) {
+  const received: Array<{ event: string; payload: Record<string, unknown>; at: number }> = [];
+  const channel = agent.client.db.channel(topic, { config: { private: true } })
+    .on('broadcast', { event: '*' }, (message) => received.push({ event: message.event, payload: message.payload, at: Date.now() }));
+  channels.push(channel);
+  const outcome = await new Promise<{ status: string; error?: Error }>((resolve) => {
+    channel.subscribe((status, error) => {
+      if (status !== 'CLOSED') resolve({ status, error });
+    });
+  });
+  return { outcome, received };
+}
+
+describe('push', () => {
+  it('tells an agent at once that work arrived, with ids and no payload', async () => {
+    const sender = await newAgent('pusher');
+    const worker = await newAgent('woken');
+    const own = await listen(worker, `agent:${worker.id}`);
+    expect(own.outcome.status).toBe('SUBSCRIBED');
+    const sentAt = Date.now();
+    const task = await sender.client.handoff({ to: worker.id, title: 'wake up', payload: { secret: 'not in the message' } });
+    const [work] = await eventually(async () => (own.received.length ? own.received : undefined), 5000, 'a wake-up');
+    expect(work).toMatchObject({ event: 'work', payload: { tasks: [{ id: task.id, status: 'pending' }] } });
+    expect(JSON.stringify(work!.payload)).not.toContain('not in the message');
+    expect(work!.at - sentAt).toBeLessThan(2000);
+  });
+
+  it('tells the sender how its task went', async () => {
+    const sender = await newAgent('watcher');
+    const worker = await newAgent('doer');
+    const news = await listen(sender, `agent:${sender.id}`);
+    expect(news.outcome.status).toBe('SUBSCRIBED');
+    const task = await sender.client.handoff({ to: worker.id, title: 'report back' });
+    const held = await worker.client.claim(task.id, { start: true });
+    await worker.client.complete(held.id, held.claim_token);
+    await eventually(async () => news.received.some((m) => m.event === 'task' && (m.payload.tasks as Array<{ status: string }>)[0]?.status === 'completed') || undefined,
+      5000, 'news of the completion');
+  });
+
+  it('wakes the agents holding a broadcast\'s capability', async () => {
+    const capability = uniqueId('skill');
+    const sender = await newAgent('asker');
+    const able = await newAgent('able', { capabilities: [capability] });
+    const heard = await listen(able, `capability:${capability}`);
+    expect(heard.outcome.status).toBe('SUBSCRIBED');
+    const task = await sender.client.broadcast({ title: 'anyone able', requiredCapabilities: [capability] });
+    await eventually(async () => heard.received.find((m) => m.event === 'work' && JSON.stringify(m.payload).includes(task.id)), 5000, 'the broadcast');
+  });
+
+  it('refuses to let an agent listen on another agent\'s topic or a capability it lacks', async () => {
+    const alice = await newAgent('alice');
+    const mallory = await newAgent('mallory', { capabilities: ['lockpicking'] });
+    const snoop = await listen(mallory, `agent:${alice.id}`);
+    expect(snoop.outcome.status).toBe('CHANNEL_ERROR');
+    expect(String(snoop.outcome.error?.message)).toMatch(/not allowed to listen/);
+    const lacking = await listen(mallory, 'capability:payroll');
+    expect(lacking.outcome.status).toBe('CHANNEL_ERROR');
+    const other = await listen(mallory, 'anything:else');
+    expect(other.outcome.status).toBe('CHANNEL_ERROR');
+    // Nothing sent to alice reaches mallory's connection.
+    await alice.client.handoff({ to: alice.id, title: 'for alice only', allowOffline: true }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    expect([...snoop.received, ...lacking.received, ...other.received]).toEqual([]);
+  });
+});
+
+describe('a listening daemon', () => {
+  it('starts work the moment it arrives, though it polls once an hour', async () => {
+    const sender = await newAgent('boss');
+    const worker = await newAgent('listener');
+    const started: number[] = [];
+    const { instance } = await daemon(worker, {
+      poll: '0 0 * * * *',
+      executors: { '*': () => { started.push(Date.now()); return { status: 'success' }; } },
+    });
+    await eventually(async () => (instance as unknown as { push?: { up: boolean } }).push?.up || undefined, 5000, 'push to be up');
+    const latencies: number[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const sentAt = Date.now();
+      await sender.client.handoff({ to: worker.id, title: `push ${i}` });
+      await eventually(async () => (started.length > i ? true : undefined), 5000, `task ${i} to start`);
+      latencies.push(started[i]! - sentAt);
+    }
+    // Bounded by the wake-up, not by the hourly poll (the bench measures the real figures).
+    expect(Math.max(...latencies)).toBeLessThan(3000);
+  });
+});
