@@ -16,6 +16,8 @@ import { uniqueId, type TestAgent } from './helpers.js';
 export interface OwnStack {
   env: StackEnv;
   admin: AdminClient;
+  /** The stack's gateway, to stop and start again. */
+  gateway: Stack['gateway'];
   newAgent(prefix: string, options?: { capabilities?: string[]; maxConcurrent?: number }): Promise<TestAgent>;
 }
 
@@ -26,6 +28,7 @@ export function ownStack(prefix: string): OwnStack {
   const own = {
     env: undefined as unknown as StackEnv,
     admin: undefined as unknown as AdminClient,
+    gateway: undefined as unknown as Stack['gateway'],
     async newAgent(agentPrefix: string, options: { capabilities?: string[]; maxConcurrent?: number } = {}): Promise<TestAgent> {
       const id = uniqueId(agentPrefix);
       const { token } = await own.admin.createAgent({ id, ...options });
@@ -36,6 +39,7 @@ export function ownStack(prefix: string): OwnStack {
     const apiPort = await freePort();
     stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
     own.env = stack.env;
+    own.gateway = stack.gateway;
     own.admin = adminFor(stack.env);
   });
   afterAll(async () => {

@@ -9,7 +9,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
 import { agentApiKey, type AgentKeyOptions } from '../client/connection.js';
-import { BatonError, MissingOutputsError, OutputSchemaError } from '../errors.js';
+import { BatonError, ConnectionError, MissingOutputsError, OutputSchemaError } from '../errors.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import { silentLogger } from '../logger.js';
 import { finalStatuses, type AgentPresence, type Message, type Task, type TaskStatus } from '../schemas.js';
@@ -97,6 +97,11 @@ export class BatonAgent {
   private capabilities: string[] = [];
   private readonly wakeTimers = new Set<NodeJS.Timeout>();
   private lastPollClaim = 0;
+  private beats = 0;
+  /** When a claim failed on the way back, if one did: its answer may have been lost. */
+  private suspectSince: number | undefined;
+  /** Spreads the safety-net claims of many agents started together. */
+  private readonly jitter = Math.random();
 
   constructor(private readonly options: AgentOptions) {
     this.client = createBatonClient(options);
@@ -184,9 +189,14 @@ export class BatonAgent {
 
   private async beat(): Promise<void> {
     try {
-      await this.client.heartbeat();
+      // While push is up and nothing runs, an idle agent is heard through its safety-net claims (every
+      // call that can write records a beat) and looks at its peers now and then: a hundred idle agents
+      // cost a few requests a second in all.
+      const idle = this.push?.up && this.running.size === 0;
+      if (!idle || Date.now() - this.lastPollClaim >= this.slowPollMs()) await this.client.heartbeat();
       await this.checkClaims(true);
-      this.peers = (await this.client.discover()).filter((p) => p.id !== this.id);
+      this.beats += 1;
+      if (!idle || this.beats % 10 === 1) this.peers = (await this.client.discover()).filter((p) => p.id !== this.id);
     } catch (err) {
       this.log.error({ err }, 'heartbeat failed');
     }
@@ -202,17 +212,22 @@ export class BatonAgent {
     // The sweep is the same for everyone: each daemon runs it now and then, not on every poll, and the
     // database lets one run at a time.
     if (this.options.sweep !== false && Date.now() >= this.nextSweepAt) {
-      this.nextSweepAt = Date.now() + agentDefaults.sweepSeconds * 1000 * (0.5 + Math.random());
+      // With push up, each agent sweeps about once per safety-net period instead of every few seconds.
+      const every = this.push?.up ? this.slowPollMs() : agentDefaults.sweepSeconds * 1000;
+      this.nextSweepAt = Date.now() + every * (0.5 + Math.random());
       const report = await this.client.sweep();
       if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');
     }
     await this.checkClaims(false);
     // While push is up, work and results arrive by themselves; the poll is only a safety net.
-    const slowPoll = (this.options.slowPollSeconds ?? agentDefaults.slowPollSeconds) * 1000;
-    if (this.push?.up && Date.now() - this.lastPollClaim < slowPoll) return;
+    if (this.push?.up && Date.now() - this.lastPollClaim < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return;
     this.lastPollClaim = Date.now();
     await this.deliverResults();
     await this.claimRound();
+  }
+
+  private slowPollMs(): number {
+    return (this.options.slowPollSeconds ?? agentDefaults.slowPollSeconds) * 1000;
   }
 
   /** Joins its topics: its own, its capabilities', and open work's. */
@@ -254,9 +269,14 @@ export class BatonAgent {
         this.claimAgain = false;
         // An agent without executors only sends work (and hears of results); it claims nothing.
         if (Object.keys(this.options.executors ?? {}).length === 0 || this.stopping || this.drained()) return;
+        // Claims are made one round at a time, so none is in flight while this looks for lost ones.
+        await this.reconcile();
         const free = this.capacity - this.running.size;
         if (free < 1) return;
-        const claimed = await this.client.claimNext({ limit: free, start: true });
+        const claimed = await this.client.claimNext({ limit: free, start: true }).catch((err: unknown) => {
+          if (err instanceof ConnectionError) this.suspectSince ??= Date.now();
+          throw err;
+        });
         this.lastClaimFull = claimed.length === free;
         for (const task of claimed) this.launch(task);
       } while (this.claimAgain && !this.stopping);
@@ -356,7 +376,7 @@ export class BatonAgent {
    */
   private async report(log: Logger, started: number, call: () => Promise<Task | TaskStatus>, what: string, err?: unknown, why?: string): Promise<TaskStatus | undefined> {
     try {
-      const done = await call();
+      const done = await this.persist(call, log, what);
       const status = typeof done === 'string' ? done : done.status;
       const reason = why ?? (err instanceof Error ? err.message : err === undefined ? undefined : String(err));
       const line = { ms: Date.now() - started, status, ...(reason ? { reason } : {}), ...(err ? { err } : {}) };
@@ -372,6 +392,44 @@ export class BatonAgent {
       }
       return undefined;
     }
+  }
+
+  /**
+   * An outcome is work done: a report that cannot reach the API (the gateway restarting, the network
+   * gone) is tried again with backoff rather than dropped, until it is answered either way or the agent
+   * is stopped and its grace period is over.
+   */
+  private async persist<T>(call: () => Promise<T>, log: Logger, what: string): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await call();
+      } catch (err) {
+        const transient = err instanceof ConnectionError;
+        if (!transient || (this.stopping && attempt >= 3)) throw err;
+        const wait = Math.min(30_000, 250 * 2 ** attempt);
+        if (attempt === 0) log.warn({ err, retryInMs: wait }, `could not reach the API to report the task as ${what}; trying again`);
+        await sleep(wait);
+      }
+    }
+  }
+
+  /**
+   * A claim whose answer was lost (the connection dropped after the database made it) is held by this
+   * agent without its knowing. After a failed claim, the next round first hands back the tasks it holds
+   * but is not running (claims are made one round at a time, so none is in flight then).
+   */
+  private async reconcile(): Promise<void> {
+    if (this.suspectSince === undefined) return;
+    const since = this.suspectSince;
+    const held = await this.client.listTasks({ box: 'mine', status: ['claimed', 'in_progress'], limit: 1000 });
+    for (const task of held) {
+      if (task.claimed_by !== this.id || this.running.has(task.id)) continue;
+      await this.client.release(task.id, task.claim_token, 'the agent never got the answer to its claim (the connection dropped); handed back').then(
+        () => this.log.warn({ taskId: task.id }, 'released a claim whose answer was lost'),
+        (err: unknown) => this.log.warn({ taskId: task.id, err }, 'could not release a claim whose answer was lost'),
+      );
+    }
+    if (this.suspectSince === since) this.suspectSince = undefined;
   }
 
   private context(task: Task, parents: Task[], inputs: ResolvedArtifact[], signal: AbortSignal, log: Logger): ExecutorContext {

@@ -189,8 +189,12 @@ export async function startGateway(
   });
 
 
-  // Realtime's WebSocket: the API key comes in the query string, as realtime-js sends it.
+  // Realtime's WebSocket: the API key comes in the query string, as realtime-js sends it. Upgraded
+  // sockets leave the HTTP server's books, so they are kept here to close with the gateway.
+  const upgraded = new Set<import('node:stream').Duplex>();
   server.on('upgrade', (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
     const url = new URL(req.url ?? '/', 'http://gateway');
     const apiKey = url.searchParams.get('apikey') ?? (req.headers.apikey as string | undefined);
     if (url.pathname !== REALTIME_PATH || !realtime) {
@@ -211,6 +215,7 @@ export async function startGateway(
   return {
     port: (server.address() as AddressInfo).port,
     stop: () => new Promise<void>((resolve) => {
+      for (const socket of upgraded) socket.destroy();
       server.closeAllConnections();
       server.close(() => resolve());
       agent.destroy();

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import { silentLogger, type Logger } from '../logger.js';
-import { startGateway } from './gateway.js';
+import { startGateway, type GatewayHandle } from './gateway.js';
 import { applyBootstrap, pushMigrations } from './migrate.js';
 import { assertReachableByPostgres, stackPaths } from './paths.js';
 import { assertPortFree, freePort } from './ports.js';
@@ -26,6 +26,8 @@ export interface Stack {
   env: StackEnv;
   apiPort: number;
   dbPort: number;
+  /** The gateway alone, stopped and started again on the same port (to prove clients ride it out). */
+  gateway: { stop(): Promise<void>; start(): Promise<void> };
   stop(): Promise<void>;
 }
 
@@ -78,7 +80,7 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
     });
     running.push(realtime.stop);
 
-    const gateway = await startGateway({
+    const openGateway = () => startGateway({
       realtime,
       port: apiPort,
       upstreamPort: postgrestPort,
@@ -90,11 +92,16 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
         legacySecret: true,
       },
     });
-    running.push(gateway.stop);
+    let gateway: GatewayHandle | undefined = await openGateway();
+    running.push(async () => { await gateway?.stop(); });
 
     writeRuntime(dir, { pid: process.pid, apiPort, dbPort, postgrestPort, postgrestPid: postgrest.pid, startedAt: new Date().toISOString() });
     log.info({ url: env.SUPABASE_URL, ms: Date.now() - t0 }, 'stack is ready');
-    return { env, apiPort, dbPort, stop };
+    const gatewayControl = {
+      async stop() { await gateway?.stop(); gateway = undefined; },
+      async start() { gateway ??= await openGateway(); },
+    };
+    return { env, apiPort, dbPort, gateway: gatewayControl, stop };
   } catch (err) {
     await stop();
     throw err;
