@@ -130,7 +130,7 @@ describe('help', () => {
     'discover', 'status', 'handoff', 'broadcast', 'tasks', 'show', 'claim', 'start', 'progress', 'ask', 'answer',
     'reject', 'complete', 'fail', 'cancel', 'release', 'reassign', 'message', 'inbox',
     'artifacts', 'artifact get', 'chain', 'sweep', 'agent run', 'agent tick', 'agent create', 'agent token', 'agent revoke', 'agent list', 'agent show',
-    'stack start', 'stack stop', 'stack status', 'stack env',
+    'stack start', 'stack stop', 'stack status', 'stack env', 'keys generate', 'keys public', 'watch',
   ];
   it('shows a real example for every command', async () => {
     const results = await Promise.all(commands.map((c) => baton([...c.split(' '), '--help'])));

@@ -199,7 +199,8 @@ describe('the agent daemon', () => {
       executors: { '*': async () => { await held; return { status: 'success', summary: 'late' }; } },
     });
     expect(instance.runningTasks.map((t) => t.id)).toEqual([task.id]);
-    await daemon(rescuer, { executors: { '*': () => ({ status: 'success', summary: 'rescued' }) } });
+    // It sweeps every second even while push is up, so the lapsed claim is found soon after it lapses.
+    await daemon(rescuer, { slowPollSeconds: 1, executors: { '*': () => ({ status: 'success', summary: 'rescued' }) } });
     const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; }, 20_000);
     expect(done).toMatchObject({ claimed_by: rescuer.id, result: { summary: 'rescued' } });
     release();

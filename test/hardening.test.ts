@@ -196,7 +196,7 @@ describe('the conversation', () => {
 describe('privileges', () => {
   it('let no API role execute an internal function, however it was added', async () => {
     const helpers = ['agent_capabilities', 'can_see_message', 'check_expected_outputs', 'check_json_shape', 'check_lease', 'check_request',
-      'check_result', 'current_agent_id', 'is_artifact_name', 'is_online', 'is_slug', 'settings'];
+      'check_result', 'current_agent_id', 'is_artifact_name', 'is_online', 'is_slug', 'may_listen', 'settings'];
     const { rows } = await db.query(`
       select p.proname, has_function_privilege('anon', p.oid, 'execute') as anon, has_function_privilege('authenticated', p.oid, 'execute') as authed
       from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'baton_private'`);

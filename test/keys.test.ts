@@ -16,6 +16,8 @@ import { createBatonClient } from '../src/client/agent.js';
 import { loadOrCreateSecrets } from '../src/stack/state.js';
 import { generateSigningKey, mintAgentToken, parseSigningKey, publicJwk } from '../src/tokens.js';
 import { baton } from './cli.js';
+import { makeStackDir } from './global-setup.js';
+import { freePort } from '../src/stack/ports.js';
 import { admin, refusal, stack, uniqueId } from './helpers.js';
 
 const run = promisify(execFile);
@@ -150,6 +152,23 @@ describe('a stack made before the new keys', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('starts from the CLI with its old secrets file, and then prints both key styles', async () => {
+    const dir = makeStackDir('baton-old-stack-');
+    const old = { jwtSecret: 'y'.repeat(48), anonKey: 'old-anon', serviceRoleKey: 'old-service', dbPassword: 'db-old', authenticatorPassword: 'auth-old' };
+    fs.writeFileSync(path.join(dir, 'secrets.json'), JSON.stringify(old), { mode: 0o600 });
+    const apiPort = await freePort();
+    try {
+      const started = await baton(['stack', 'start', '--dir', dir, '--api-port', String(apiPort), '--db-port', String(await freePort([apiPort]))]);
+      expect(started.code, started.stderr).toBe(0);
+      const env = JSON.parse((await baton(['stack', 'env', '--dir', dir, '--json'])).stdout) as Record<string, string>;
+      expect(env).toMatchObject({ SUPABASE_ANON_KEY: 'old-anon', SUPABASE_JWT_SECRET: old.jwtSecret });
+      expect(env.SUPABASE_PUBLISHABLE_KEY).toMatch(/^sb_publishable_/);
+    } finally {
+      await baton(['stack', 'stop', '--dir', dir]);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('generates keys that are distinct every time', async () => {
     const [a, b] = await Promise.all([generateSigningKey(), generateSigningKey()]);

@@ -212,8 +212,11 @@ export class BatonAgent {
     // The sweep is the same for everyone: each daemon runs it now and then, not on every poll, and the
     // database lets one run at a time.
     if (this.options.sweep !== false && Date.now() >= this.nextSweepAt) {
-      // With push up, each agent sweeps about once per safety-net period instead of every few seconds.
-      const every = this.push?.up ? this.slowPollMs() : agentDefaults.sweepSeconds * 1000;
+      // With push up, agents share the sweep: together they sweep about every few seconds, each at most
+      // once per safety-net period.
+      const every = this.push?.up
+        ? Math.min(this.slowPollMs(), agentDefaults.sweepSeconds * 1000 * Math.max(1, this.peers.length / 4))
+        : agentDefaults.sweepSeconds * 1000;
       this.nextSweepAt = Date.now() + every * (0.5 + Math.random());
       const report = await this.client.sweep();
       if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');

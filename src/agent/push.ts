@@ -60,8 +60,10 @@ export class PushListener {
     }
   }
 
+  /** Leaves every channel and closes the connection, so nothing keeps the process alive. */
   async stop(): Promise<void> {
     await Promise.all(this.channels.splice(0).map((c) => this.client.db.removeChannel(c)));
     this.joined.clear();
+    this.client.db.realtime.disconnect();
   }
 }

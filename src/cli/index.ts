@@ -11,6 +11,7 @@ import { registerPresence } from './commands/presence.js';
 import { registerProtocol } from './commands/protocol.js';
 import { registerStack } from './commands/stack.js';
 import { registerTasks } from './commands/tasks.js';
+import { registerWatch } from './commands/watch.js';
 import { registerWork } from './commands/work.js';
 import { exitCodes, toExitError } from './exit.js';
 import { paint, safeText } from './output.js';
@@ -60,6 +61,7 @@ Example:
   registerAgent(program);
   registerStack(program);
   registerKeys(program);
+  registerWatch(program);
   registerProtocol(program);
   return program;
 }

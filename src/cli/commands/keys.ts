@@ -26,6 +26,10 @@ Example:
 
   keys.command('public')
     .description('print the public JWKS of BATON_SIGNING_KEY, to compare with the project\'s /auth/v1/.well-known/jwks.json')
+    .addHelpText('after', `
+Example:
+  $ BATON_SIGNING_KEY=signing-key.json baton keys public
+  $ curl -s https://<ref>.supabase.co/auth/v1/.well-known/jwks.json`)
     .action((_opts, command: Command) => {
       const config = configOf(command);
       if (!config.signingKey) throw usageError('BATON_SIGNING_KEY is not set', 'Set it to the private JWK (or the file holding it) from `baton keys generate`.');
