@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createAdminClient } from '../src/client/admin.js';
 import { createBatonClient } from '../src/client/agent.js';
 import { loadOrCreateSecrets } from '../src/stack/state.js';
-import { generateSigningKey, mintAgentToken, parseSigningKey, publicJwk } from '../src/tokens.js';
+import { generateSigningKey, mintAgentToken, mintRoleToken, parseSigningKey, publicJwk } from '../src/tokens.js';
 import { baton } from './cli.js';
 import { makeStackDir } from './global-setup.js';
 import { freePort } from '../src/stack/ports.js';
@@ -155,14 +155,21 @@ describe('a stack made before the new keys', () => {
 
   it('starts from the CLI with its old secrets file, and then prints both key styles', async () => {
     const dir = makeStackDir('baton-old-stack-');
-    const old = { jwtSecret: 'y'.repeat(48), anonKey: 'old-anon', serviceRoleKey: 'old-service', dbPassword: 'db-old', authenticatorPassword: 'auth-old' };
+    const jwtSecret = 'y'.repeat(48);
+    const old = {
+      jwtSecret, anonKey: await mintRoleToken({ jwtSecret }, 'anon'), serviceRoleKey: await mintRoleToken({ jwtSecret }, 'service_role'),
+      dbPassword: 'db-old', authenticatorPassword: 'auth-old',
+    };
     fs.writeFileSync(path.join(dir, 'secrets.json'), JSON.stringify(old), { mode: 0o600 });
     const apiPort = await freePort();
     try {
       const started = await baton(['stack', 'start', '--dir', dir, '--api-port', String(apiPort), '--db-port', String(await freePort([apiPort]))]);
       expect(started.code, started.stderr).toBe(0);
       const env = JSON.parse((await baton(['stack', 'env', '--dir', dir, '--json'])).stdout) as Record<string, string>;
-      expect(env).toMatchObject({ SUPABASE_ANON_KEY: 'old-anon', SUPABASE_JWT_SECRET: old.jwtSecret });
+      expect(env).toMatchObject({ SUPABASE_ANON_KEY: old.anonKey, SUPABASE_JWT_SECRET: old.jwtSecret });
+      // The old anon key still works against it.
+      const res = await fetch(`http://127.0.0.1:${apiPort}/rest/v1/`, { headers: { apikey: old.anonKey } });
+      expect(res.status).toBe(200);
       expect(env.SUPABASE_PUBLISHABLE_KEY).toMatch(/^sb_publishable_/);
     } finally {
       await baton(['stack', 'stop', '--dir', dir]);

@@ -16,9 +16,9 @@ function logTail(file: string, lines = 15): string {
 }
 
 /** True once the gateway answers and PostgREST behind it serves the schema. */
-async function apiAnswers(apiPort: number, anonKey: string): Promise<boolean> {
+async function apiAnswers(apiPort: number, apiKey: string): Promise<boolean> {
   try {
-    const res = await fetch(`http://127.0.0.1:${apiPort}/rest/v1/`, { headers: { apikey: anonKey } });
+    const res = await fetch(`http://127.0.0.1:${apiPort}/rest/v1/`, { headers: { apikey: apiKey } });
     return res.ok;
   } catch {
     return false;
@@ -60,7 +60,7 @@ export async function startInBackground(
     }
     const runtime = readRuntime(dir);
     const secrets = readSecrets(dir);
-    if (runtime && secrets && (await apiAnswers(runtime.apiPort, secrets.anonKey))) {
+    if (runtime && secrets && (await apiAnswers(runtime.apiPort, secrets.publishableKey))) {
       return { alreadyRunning: false, runtime };
     }
     await sleep(200);

