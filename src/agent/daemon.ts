@@ -320,11 +320,14 @@ export class BatonAgent {
   }
 
   private launch(task: Task): void {
+    // The same task again: its earlier claim lapsed while that run went on, and this claim supersedes
+    // it (the earlier run's outcome would be refused anyway).
+    this.running.get(task.id)?.controller.abort(new Error('the task was claimed again after this claim lapsed'));
     const controller = new AbortController();
     const run: Running = { task, controller, done: Promise.resolve() };
     this.launched += 1;
     run.done = this.execute(task, controller.signal).finally(() => {
-      this.running.delete(task.id);
+      if (this.running.get(task.id) === run) this.running.delete(task.id);
       if (this.lastClaimFull && !this.stopping) {
         this.claimRound().catch((err: unknown) => this.log.error({ err }, 'claim failed'));
       }

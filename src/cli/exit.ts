@@ -29,3 +29,12 @@ export function toExitError(err: unknown): ExitError {
   const message = err instanceof Error ? err.message : String(err);
   return new ExitError(message, exitCodes.refused);
 }
+
+/**
+ * Ends the process shortly after a command that listened through Realtime is done: realtime-js's
+ * disconnect leaves a 10-second timer behind that would keep it alive. The exit code is the one the
+ * command set by then.
+ */
+export function exitWhenDone(): void {
+  setTimeout(() => process.exit(), 100).unref();
+}

@@ -5,6 +5,7 @@ import { loadAgentFile } from '../../agent/options.js';
 import { createLogger } from '../../logger.js';
 import type { BatonConfig } from '../../config.js';
 import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
+import { exitWhenDone } from '../exit.js';
 import { emit, fields } from '../output.js';
 import { every, list } from '../inputs.js';
 
@@ -60,6 +61,7 @@ Example:
       });
       await daemon.start();
       await stopped;
+      exitWhenDone();
     });
 
   withDaemonOptions(agent.command('tick'))

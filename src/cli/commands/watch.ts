@@ -6,7 +6,7 @@ import { silentLogger } from '../../logger.js';
 import { finalStatuses, type Task, type TaskStatus } from '../../schemas.js';
 import { drawBoard, type BoardEvent, type BoardState } from '../board.js';
 import { agentClient, configOf } from '../context.js';
-import { ExitError, exitCodes } from '../exit.js';
+import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
 
 const isFinal = (status: string) => finalStatuses.includes(status as TaskStatus);
 
@@ -122,7 +122,11 @@ Example:
       const config = configOf(command);
       const client = agentClient(config);
       const taskId = opts.task ? await client.resolveTaskId(opts.task) : undefined;
-      if (taskId || config.json || !process.stdout.isTTY) return stream(client, taskId);
-      return board(client);
+      try {
+        if (taskId || config.json || !process.stdout.isTTY) await stream(client, taskId);
+        else await board(client);
+      } finally {
+        exitWhenDone();
+      }
     });
 }
