@@ -12,12 +12,11 @@ import path from 'node:path';
 import pg from 'pg';
 import { createAdminClient, createBatonClient, openStatuses, parseSigningKey, startStack, type BatonClient } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
+import { median, percentile } from './stats.js';
 
 const HISTORY = Number(process.env.BENCH_HISTORY ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
 const say = (text: string) => process.stdout.write(`${text}\n`);
-const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
-const p95 = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length * 0.95)]!; };
 
 async function measure(sender: BatonClient, worker: BatonClient, workerId: string) {
   const claim: number[] = [];
@@ -41,7 +40,7 @@ async function measure(sender: BatonClient, worker: BatonClient, workerId: strin
       sent.push(performance.now() - listedSent);
     }
   }
-  return { claimMedianMs: median(claim), claimP95Ms: p95(claim), roundTripMedianMs: median(roundTrip), inboxMedianMs: median(inbox), sentMedianMs: median(sent) };
+  return { claimMedianMs: median(claim), claimP95Ms: percentile(claim, 0.95), roundTripMedianMs: median(roundTrip), inboxMedianMs: median(inbox), sentMedianMs: median(sent) };
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-bench-'));

@@ -6,6 +6,7 @@
  * NOTIFY and batches nothing by default).
  * Peers talk to Postgres directly; Baton goes through HTTP and per-agent RLS.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger, run as runGraphile, runMigrations, type Runner } from 'graphile-worker';
 import PgBoss from 'pg-boss';
 import pg from 'pg';
@@ -29,7 +30,6 @@ interface Peer {
 
 const WORKERS = 4;
 const CONCURRENCY = 10;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function pgBoss(connectionString: string): Promise<Peer> {
   const failures: unknown[] = [];

@@ -11,17 +11,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, parseSigningKey, startStack, type BatonAgent } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
 import { cpuSeconds } from './postgres-cpu.js';
+import { percentile } from './stats.js';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 120);
 const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 100);
 const say = (text: string) => process.stdout.write(`${text}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
 let requests = 0;
 const realFetch = globalThis.fetch;
@@ -80,7 +80,7 @@ try {
   say('');
   say(`| | push (poll 60 s as a safety net) | polling every 1 s |`);
   say('| --- | --- | --- |');
-  say(`| hand-off → start p50 / p95 (${HANDOFFS} hand-offs) | ${pct(pushed, 0.5).toFixed(0)} / ${pct(pushed, 0.95).toFixed(0)} ms | ${pct(polled, 0.5).toFixed(0)} / ${pct(polled, 0.95).toFixed(0)} ms |`);
+  say(`| hand-off → start p50 / p95 (${HANDOFFS} hand-offs) | ${percentile(pushed, 0.5).toFixed(0)} / ${percentile(pushed, 0.95).toFixed(0)} ms | ${percentile(polled, 0.5).toFixed(0)} / ${percentile(polled, 0.95).toFixed(0)} ms |`);
   say(`| ${AGENTS} idle agents: HTTP requests/s in all | ${listening.requestsPerSecond.toFixed(1)} | ${polling.requestsPerSecond.toFixed(1)} |`);
   say(`| ${AGENTS} idle agents: Postgres CPU (cores) | ${listening.cpuShare.toFixed(3)} | ${polling.cpuShare.toFixed(3)} |`);
 } finally {

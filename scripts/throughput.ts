@@ -16,14 +16,12 @@ import { createAdminClient, createAgent, createBatonClient, parseSigningKey, sta
 import { freePort } from '../src/stack/ports.js';
 import { benchPeer, peers, type PeerResult } from './peers.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
+import { median, percentile } from './stats.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 5000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const DAEMONS = 4;
 const say = (text: string) => process.stdout.write(`${text}\n`);
-const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
-const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)]!;
-const pct = (xs: number[], p: number) => sorted(xs)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
 // Every request supabase-js makes goes through fetch: count them.
 // BENCH_PROFILE=1 also times them, by RPC.
@@ -118,7 +116,7 @@ try {
     const { rows: top } = await db.query(`select funcname, calls, round(total_time::numeric) as total_ms, round(self_time::numeric) as self_ms
       from pg_stat_user_functions order by self_time desc limit 20`);
     console.table(top);
-    console.table([...timings].map(([rpc, ms]) => ({ rpc, calls: ms.length, p50: pct(ms, 0.5).toFixed(1), p95: pct(ms, 0.95).toFixed(1) })));
+    console.table([...timings].map(([rpc, ms]) => ({ rpc, calls: ms.length, p50: percentile(ms, 0.5).toFixed(1), p95: percentile(ms, 0.95).toFixed(1) })));
   }
   const peerResults: Array<[string, PeerResult[] | Error]> = [];
   if (process.env.BENCH_PEERS !== '0') {
@@ -133,7 +131,7 @@ try {
     e2e: median(xs.map((x) => x.e2e)), handoffs: median(xs.map((x) => x.handoffs)),
     requests: xs[0]!.requests === undefined ? undefined : median(xs.map((x) => x.requests!)),
     cpu: { postgres: median(xs.map((x) => x.cpu.postgres)), postgrest: median(xs.map((x) => x.cpu.postgrest)), node: median(xs.map((x) => x.cpu.node)) },
-    p50: pct(lat, 0.5), p95: pct(lat, 0.95),
+    p50: percentile(lat, 0.5), p95: percentile(lat, 0.95),
   });
   const columns: Array<[string, Row | Error]> = [
     ['Baton', rowOf(results.map((r) => ({ e2e: r.tasksPerSecond, handoffs: r.handoffsPerSecond, requests: r.requestsPerTask, cpu: r.cpuMsPerTask })), latencies)],

@@ -5,7 +5,7 @@
  * - the legacy JWT secret (HS256), for projects that still have it.
  */
 import crypto from 'node:crypto';
-import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { z } from 'zod';
 
 const TEN_YEARS_SECONDS = 10 * 365 * 24 * 3600;
@@ -29,6 +29,30 @@ export async function generateSigningKey(): Promise<SigningKey> {
   const { privateKey } = await generateKeyPair('ES256', { extractable: true });
   const jwk = await exportJWK(privateKey);
   return SigningKey.parse({ ...jwk, kid: crypto.randomUUID(), alg: 'ES256', use: 'sig', key_ops: ['sign', 'verify'] });
+}
+
+/** Which tokens a project accepts: ES256 with one of its key ids, and HS256 while the legacy secret is on. */
+export interface AcceptedTokens {
+  kids: ReadonlySet<string | undefined>;
+  legacySecret: boolean;
+}
+
+/**
+ * Why `token` cannot be one of this project's, judged by its header alone (the signature is checked by
+ * whoever verifies it), or undefined if it may be.
+ */
+export function refuseTokenHeader(token: string, accepted: AcceptedTokens): string | undefined {
+  let header: ReturnType<typeof decodeProtectedHeader>;
+  try {
+    header = decodeProtectedHeader(token);
+  } catch {
+    return 'this is not a JWT';
+  }
+  if (header.alg === 'ES256') {
+    return accepted.kids.has(header.kid) ? undefined : `the token's key id (kid) "${String(header.kid)}" is not one of this project's signing keys`;
+  }
+  if (header.alg === 'HS256' && accepted.legacySecret) return undefined;
+  return `tokens signed with ${String(header.alg)} are not accepted here`;
 }
 
 /** The public half, as a JWKS publishes it. */

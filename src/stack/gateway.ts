@@ -13,6 +13,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { JWK } from 'jose';
+import { refuseTokenHeader, type AcceptedTokens } from '../tokens.js';
 import { REALTIME_PATH, type RealtimeHandle } from './realtime.js';
 
 const REST_PREFIX = '/rest/v1';
@@ -65,23 +66,12 @@ export interface GatewayKeys {
   legacySecret: boolean;
 }
 
-/** The algorithm and key id a JWT claims, or undefined if it is not a JWT. */
-function jwtHeader(token: string): { alg?: unknown; kid?: unknown } | undefined {
-  const [header, payload, signature] = token.split('.');
-  if (!header || !payload || signature === undefined) return undefined;
-  try {
-    return JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { alg?: unknown; kid?: unknown };
-  } catch {
-    return undefined;
-  }
-}
-
 export async function startGateway(
   { port, upstreamPort, keys, realtime }: { port: number; upstreamPort: number; keys: GatewayKeys; realtime?: RealtimeHandle },
 ): Promise<GatewayHandle> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const legacy = new Set(keys.legacy);
-  const kids = new Set(keys.jwks.map((k) => k.kid));
+  const accepted: AcceptedTokens = { kids: new Set(keys.jwks.map((k) => k.kid)), legacySecret: keys.legacySecret };
   const jwksBody = JSON.stringify({ keys: keys.jwks });
   const roleTokens = new Map<string, { token: Promise<string>; renewAt: number }>();
   const roleToken = (role: 'anon' | 'service_role'): Promise<string> => {
@@ -92,16 +82,8 @@ export async function startGateway(
     return token;
   };
   /** Why a caller's token cannot be one of this project's, or undefined if it may be. */
-  const refuseToken = (authorization: string): string | undefined => {
-    const token = authorization.replace(/^Bearer\s+/i, '');
-    const header = jwtHeader(token);
-    if (!header) return 'the Authorization header does not carry a JWT';
-    if (header.alg === 'ES256') {
-      return kids.has(header.kid as string) ? undefined : `the token's key id (kid) "${String(header.kid)}" is not one of this project's signing keys`;
-    }
-    if (header.alg === 'HS256' && keys.legacySecret) return undefined;
-    return `tokens signed with ${String(header.alg)} are not accepted here`;
-  };
+  const refuseToken = (authorization: string): string | undefined =>
+    refuseTokenHeader(authorization.replace(/^Bearer\s+/i, ''), accepted);
 
   /** Sends the request on to PostgREST and its answer back. */
   const proxy = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, headers: http.IncomingHttpHeaders): void => {
@@ -201,11 +183,12 @@ export async function startGateway(
       socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
       return;
     }
-    if (!apiKey || (!keys.opaque[apiKey] && !legacy.has(apiKey))) {
+    const role = apiKey ? keys.opaque[apiKey] : undefined;
+    if (!apiKey || (!role && !legacy.has(apiKey))) {
       socket.end('HTTP/1.1 401 Unauthorized\r\nconnection: close\r\n\r\n');
       return;
     }
-    realtime.upgrade(req, socket, head, apiKey);
+    realtime.upgrade(req, socket, head, role ? { role } : { legacyKey: apiKey });
   });
 
   await new Promise<void>((resolve, reject) => {

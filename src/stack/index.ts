@@ -74,8 +74,6 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
       databaseUrl: env.DATABASE_URL,
       jwks: [publicJwk(secrets.signingKey)],
       legacySecret: secrets.jwtSecret,
-      roleOfApiKey: (key) => (key === secrets.publishableKey ? 'anon' : key === secrets.secretKey ? 'service_role'
-        : key === secrets.anonKey || key === secrets.serviceRoleKey ? 'jwt' : undefined),
       log,
     });
     running.push(realtime.stop);

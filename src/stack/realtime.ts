@@ -9,6 +9,7 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import { refuseTokenHeader } from '../tokens.js';
 import pg from 'pg';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from 'pino';
@@ -23,14 +24,15 @@ export interface RealtimeOptions {
   jwks: JWK[];
   /** The legacy JWT secret, if HS256 tokens are accepted. */
   legacySecret?: string;
-  /** The role an API key stands for, or undefined if the key is unknown. */
-  roleOfApiKey(apiKey: string): 'anon' | 'service_role' | 'jwt' | undefined;
   log: Logger;
 }
 
 export interface RealtimeHandle {
-  /** Takes over an HTTP upgrade to REALTIME_PATH. */
-  upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, apiKey: string): void;
+  /**
+   * Takes over an HTTP upgrade to REALTIME_PATH, made with an API key the gateway knows: an opaque one
+   * (the role it stands for) or a legacy one (itself a token).
+   */
+  upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, apiKey: { role: 'anon' | 'service_role' } | { legacyKey: string }): void;
   stop(): Promise<void>;
 }
 
@@ -40,7 +42,7 @@ interface Joined { socket: WebSocket; joinRef: string; private: boolean }
 export async function startRealtime(options: RealtimeOptions): Promise<RealtimeHandle> {
   const { log } = options;
   const keys = createLocalJWKSet({ keys: options.jwks });
-  const kids = new Set(options.jwks.map((k) => k.kid));
+  const accepted = { kids: new Set(options.jwks.map((k) => k.kid)), legacySecret: Boolean(options.legacySecret) };
   const secret = options.legacySecret ? new TextEncoder().encode(options.legacySecret) : undefined;
   const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
   pool.on('error', (err) => log.warn({ err }, 'realtime: a database connection failed'));
@@ -51,13 +53,11 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
 
   /** The claims of a token this project signed, or an error saying why not. */
   async function verify(token: string): Promise<JWTPayload> {
-    const header = decodeProtectedHeader(token);
-    if (header.alg === 'ES256') {
-      if (!kids.has(header.kid)) throw new Error(`the token's key id (kid) "${String(header.kid)}" is not one of this project's signing keys`);
-      return (await jwtVerify(token, keys, { algorithms: ['ES256'] })).payload;
-    }
-    if (header.alg === 'HS256' && secret) return (await jwtVerify(token, secret, { algorithms: ['HS256'] })).payload;
-    throw new Error(`tokens signed with ${String(header.alg)} are not accepted here`);
+    const refused = refuseTokenHeader(token, accepted);
+    if (refused) throw new Error(refused);
+    return decodeProtectedHeader(token).alg === 'ES256' || !secret
+      ? (await jwtVerify(token, keys, { algorithms: ['ES256'] })).payload
+      : (await jwtVerify(token, secret, { algorithms: ['HS256'] })).payload;
   }
 
   /** Whether `claims` may read broadcasts on `topic`, by the realtime.messages policies. */
@@ -188,16 +188,11 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
 
   return {
     upgrade(req, socket, head, apiKey) {
-      const role = options.roleOfApiKey(apiKey);
-      const claims = role === 'anon' || role === 'service_role' ? { role } : undefined;
-      const accept = (keyClaims: JWTPayload | undefined) =>
+      const accept = (keyClaims: JWTPayload) =>
         wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, keyClaims));
-      if (role === 'jwt') {
-        // A legacy API key is itself a token: its role stands for a join without one of its own.
-        verify(apiKey).then(accept, () => socket.destroy());
-      } else {
-        accept(claims);
-      }
+      if ('role' in apiKey) return accept({ role: apiKey.role });
+      // A legacy API key is itself a token: its role stands for a join without one of its own.
+      verify(apiKey.legacyKey).then(accept, () => socket.destroy());
     },
     async stop() {
       stopping = true;
