@@ -14,9 +14,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAdminClient, createBatonClient, finalStatuses, parseSigningKey, startStack, type LineageRow } from '../src/index.js';
+import { createAdminClient, createBatonClient, parseSigningKey, startStack, type LineageRow } from '../src/index.js';
 import { bytes, lineageTree, shortId } from '../src/cli/render.js';
-import { competitorsSchema } from '../src/demo/executors.js';
+import { demoFinished, demoRequest } from '../src/demo/executors.js';
 import { freePort } from '../src/stack/ports.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -62,20 +62,12 @@ try {
 
   const { token } = await admin.createAgent({ id: 'lead', displayName: 'the person asking' });
   const lead = createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token });
-  const task = await lead.handoff({
-    to: 'researcher',
-    title: 'Find 3 competitors of Baton',
-    payload: { task_type: 'research', topic: 'task hand-off between AI agents' },
-    expectedOutputs: [{ name: 'competitors.json', media_type: 'application/json', required: true, json_schema: competitorsSchema }],
-  });
+  const task = await lead.handoff(demoRequest);
   say(`${clock()}  lead → researcher: "${task.title}" (${shortId(task.id)}), expecting competitors.json\n`);
 
   const seen = new Map<string, string>();
   let chain: LineageRow[] = [];
-  const finished = (rows: LineageRow[]) =>
-    rows.length > 0 && rows.every((r) => finalStatuses.includes(r.status))
-    && rows.some((r) => r.title.startsWith('Audit') && r.result_status === 'success');
-  while (!finished(chain)) {
+  while (!demoFinished(chain)) {
     if (Date.now() - t0 > TIMEOUT_MS) throw new Error(`the chain did not finish within ${TIMEOUT_MS / 1000} s`);
     if (chain.some((r) => r.status === 'failed')) throw new Error(`a task failed: ${chain.find((r) => r.status === 'failed')!.status_reason}`);
     chain = await lead.chain(task.id);

@@ -1,6 +1,6 @@
 /**
  * The one reader of the environment and `.env`. Precedence: flags, then the process environment, then
- * `.env` in the working directory. Everything else receives a BatonConfig as an argument.
+ * `.env` in the working directory (or the file BATON_ENV_FILE names). Everything else receives a BatonConfig as an argument.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,6 +10,7 @@ export const defaults = Object.freeze({
   apiPort: 54321,
   dbPort: 54322,
   stackDir: path.join('.baton', 'stack'),
+  apiHost: '127.0.0.1',
   offlineAfterSeconds: 300,
 });
 
@@ -32,6 +33,8 @@ export interface BatonConfig {
   databaseUrl?: string;
   /** Where the embedded stack keeps its data, secrets and logs. */
   stackDir: string;
+  /** The address the local stack's API listens on: loopback, or 0.0.0.0 to serve other hosts (containers). */
+  apiHost: string;
   apiPort: number;
   dbPort: number;
 }
@@ -51,11 +54,20 @@ const envNames = {
   agentId: ['BATON_AGENT_ID', 'AGENT_ID', 'MC_AGENT_ID'],
   databaseUrl: ['DATABASE_URL'],
   stackDir: ['BATON_STACK_DIR'],
+  apiHost: ['BATON_API_HOST'],
   apiPort: ['BATON_API_PORT'],
   dbPort: ['BATON_DB_PORT'],
 } as const satisfies Record<keyof BatonConfig, readonly string[]>;
 
-function readDotenv(cwd: string): Record<string, string> {
+/** `.env` in the working directory, or the file BATON_ENV_FILE names (which must then exist). */
+function readDotenv(cwd: string, env: NodeJS.ProcessEnv): Record<string, string> {
+  if (env.BATON_ENV_FILE) {
+    const named = path.resolve(cwd, env.BATON_ENV_FILE);
+    if (!fs.existsSync(named)) {
+      throw new ConfigError(`BATON_ENV_FILE names ${named}, which does not exist; point it at a KEY=VALUE file (e.g. one written by baton agent create --write-env)`);
+    }
+    return dotenv.parse(fs.readFileSync(named));
+  }
   const file = path.join(cwd, '.env');
   if (!fs.existsSync(file)) return {};
   return dotenv.parse(fs.readFileSync(file));
@@ -86,7 +98,7 @@ export function loadConfig(
   flags: ConfigFlags = {},
   { cwd = process.cwd(), env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): BatonConfig {
-  const fromFile = readDotenv(cwd);
+  const fromFile = readDotenv(cwd, env);
   const pick = (key: keyof BatonConfig): string | undefined => {
     const flag = flags[key];
     if (flag !== undefined && flag !== '') return String(flag);
@@ -105,6 +117,7 @@ export function loadConfig(
     agentId: pick('agentId'),
     databaseUrl: pick('databaseUrl'),
     stackDir: path.resolve(cwd, pick('stackDir') ?? defaults.stackDir),
+    apiHost: pick('apiHost') ?? defaults.apiHost,
     apiPort: port(pick('apiPort'), 'the API port (--api-port, BATON_API_PORT)', defaults.apiPort),
     dbPort: port(pick('dbPort'), 'the database port (--db-port, BATON_DB_PORT)', defaults.dbPort),
   };

@@ -14,7 +14,7 @@ import type { ResolvedArtifact } from '../client/artifacts.js';
 import { silentLogger } from '../logger.js';
 import { finalStatuses, type AgentPresence, type Message, type Task, type TaskStatus } from '../schemas.js';
 import { OutcomeBatcher } from './outcomes.js';
-import { PushListener } from './push.js';
+import { agentTopics, PushListener } from './push.js';
 import {
   RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
 } from './executors.js';
@@ -235,7 +235,7 @@ export class BatonAgent {
 
   /** Joins its topics: its own, its capabilities', and open work's. */
   private listen(): void {
-    const topics = [`agent:${this.id}`, 'tasks:open', ...this.capabilities.map((c) => `capability:${c}`)];
+    const topics = agentTopics({ id: this.id, capabilities: this.capabilities });
     const quietly = (work: Promise<void>) => void work.catch((err: unknown) => this.log.error({ err }, 'a push wake-up failed'));
     this.push = new PushListener(this.client, topics, {
       work: (tasks) => {

@@ -21,6 +21,11 @@ export interface PushHandlers {
   up(): void;
 }
 
+/** The topics an agent listens on: its own, open work's, and each of its capabilities'. */
+export function agentTopics(agent: { id: string; capabilities: readonly string[] }): string[] {
+  return [`agent:${agent.id}`, 'tasks:open', ...agent.capabilities.map((c) => `capability:${c}`)];
+}
+
 export class PushListener {
   private readonly channels: RealtimeChannel[] = [];
   private readonly joined = new Set<string>();

@@ -1,4 +1,6 @@
 /** What every command needs: the merged config and clients built from it. */
+import fs from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { createAdminClient, type AdminClient } from '../client/admin.js';
@@ -6,7 +8,7 @@ import { createBatonClient, type BatonClient } from '../client/agent.js';
 import { loadConfig, type BatonConfig } from '../config.js';
 import { readRuntime, readSecrets, stackEnv } from '../stack/state.js';
 import { parseSigningKey } from '../tokens.js';
-import { usageError } from './exit.js';
+import { ExitError, exitCodes, usageError } from './exit.js';
 import type { OutputOptions } from './output.js';
 
 export const cliEntry = fileURLToPath(new URL('./index.js', import.meta.url));
@@ -14,6 +16,7 @@ export const cliEntry = fileURLToPath(new URL('./index.js', import.meta.url));
 export interface GlobalOptions extends OutputOptions {
   url?: string;
   dir?: string;
+  apiHost?: string;
   apiPort?: string;
   dbPort?: string;
 }
@@ -23,6 +26,7 @@ export function configOf(command: Command): BatonConfig & OutputOptions {
   const config = loadConfig({
     url: g.url,
     stackDir: g.dir,
+    apiHost: g.apiHost,
     apiPort: g.apiPort === undefined ? undefined : Number(g.apiPort),
     dbPort: g.dbPort === undefined ? undefined : Number(g.dbPort),
   });
@@ -96,6 +100,50 @@ export function agentClient(config: BatonConfig): BatonClient {
 export async function withBeat<T>(client: BatonClient, read: Promise<T>): Promise<T> {
   const [value] = await Promise.all([read, client.heartbeat()]);
   return value;
+}
+
+/** Refuses a file for an agent's settings that exists already: it may hold another agent's token. */
+export function assertNewEnvFile(file: string): void {
+  if (fs.existsSync(file)) {
+    throw usageError(`${path.resolve(file)} exists already; it is left as it is`, 'Name a new file, or remove the old one first if its token is no longer wanted.');
+  }
+}
+
+/**
+ * Writes what an agent needs to act (the project's URL and API key, its id and token) as a KEY=VALUE
+ * file that only its owner may read; a daemon reads it as .env or through BATON_ENV_FILE.
+ */
+export function writeAgentEnvFile(config: BatonConfig, file: string, agentId: string, token: string): void {
+  const { url, publishableKey, anonKey } = endpoint(config);
+  const apiKey = publishableKey ? `SUPABASE_PUBLISHABLE_KEY=${publishableKey}` : anonKey ? `SUPABASE_ANON_KEY=${anonKey}` : undefined;
+  const lines = [`SUPABASE_URL=${url}`, ...(apiKey ? [apiKey] : []), `BATON_AGENT_ID=${agentId}`, `BATON_AGENT_TOKEN=${token}`];
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  // Created exclusively, so a file that appeared meanwhile is not overwritten either.
+  fs.writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600, flag: 'wx' });
+}
+
+/**
+ * Whether the project's API answers, with the agent's token if there is one (which PostgREST then
+ * verifies): a read of the API's root, which writes nothing and is no heartbeat.
+ */
+export async function checkApi(config: BatonConfig): Promise<{ url: string; asAgent: boolean }> {
+  const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = endpoint(config);
+  const apiKey = publishableKey ?? anonKey ?? secretKey ?? serviceRoleKey;
+  if (!apiKey) throw usageError('no API key is set', 'Set SUPABASE_PUBLISHABLE_KEY (baton stack env prints the local one).');
+  const headers: Record<string, string> = { apikey: apiKey, ...(config.agentToken ? { authorization: `Bearer ${config.agentToken}` } : {}) };
+  let res: Response;
+  try {
+    res = await fetch(`${url}/rest/v1/`, { headers, signal: AbortSignal.timeout(10_000) });
+  } catch (err) {
+    throw new ExitError(`the API at ${url} does not answer: ${(err as Error).cause ?? (err as Error).message}`, exitCodes.refused, 'Check that the stack or project runs and that SUPABASE_URL points at it.');
+  }
+  if (!res.ok) {
+    const body = await res.text().catch(() => '');
+    throw new ExitError(`the API at ${url} answered ${res.status}: ${body.slice(0, 200)}`, exitCodes.refused,
+      res.status === 401 ? 'The API key or the agent token is not this project\'s: check SUPABASE_PUBLISHABLE_KEY and BATON_AGENT_TOKEN.' : 'See the stack\'s log (baton stack status says where).');
+  }
+  await res.body?.cancel();
+  return { url, asAgent: Boolean(config.agentToken) };
 }
 
 export function adminClient(config: BatonConfig): AdminClient {

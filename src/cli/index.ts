@@ -6,6 +6,7 @@ import { packageRoot } from '../stack/paths.js';
 import { registerAgent } from './commands/agent.js';
 import { registerArtifacts } from './commands/artifacts.js';
 import { registerKeys } from './commands/keys.js';
+import { registerMcp } from './commands/mcp.js';
 import { registerMessages } from './commands/messages.js';
 import { registerPresence } from './commands/presence.js';
 import { registerProtocol } from './commands/protocol.js';
@@ -33,6 +34,7 @@ function buildProgram(argv: string[]): Command {
     .option('--json', 'print one JSON document instead of text')
     .option('--url <url>', 'the project API URL (default: SUPABASE_URL, else the local stack)')
     .option('--dir <folder>', 'the local stack folder (default: BATON_STACK_DIR, else .baton/stack)')
+    .option('--api-host <address>', 'where the local stack API listens (default: BATON_API_HOST, else 127.0.0.1; 0.0.0.0 serves other hosts)')
     .option('--api-port <port>', 'the local stack API port (default: BATON_API_PORT, else 54321)')
     .option('--db-port <port>', 'the local stack database port (default: BATON_DB_PORT, else 54322)')
     .configureOutput({
@@ -62,6 +64,7 @@ Example:
   registerStack(program);
   registerKeys(program);
   registerWatch(program);
+  registerMcp(program, version);
   registerProtocol(program);
   return program;
 }

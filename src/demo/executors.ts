@@ -3,7 +3,8 @@
  * along with no LLM and no network. A real team swaps any of them for an LLM-backed shell command.
  */
 import type { ExecutorContext, Handler } from '../agent/executors.js';
-import type { ExpectedOutput } from '../schemas.js';
+import type { ExpectedOutput, LineageRow } from '../schemas.js';
+import { finalStatuses } from '../schemas.js';
 
 interface Competitor { name: string; url: string; pricing?: string }
 interface Comparison { name: string; api_style: string; auth: string; rate_limit: string; pricing: string | null }
@@ -38,6 +39,20 @@ export const comparisonSchema = {
 
 const comparisonOutput: ExpectedOutput[] = [{ name: 'api-comparison.json', media_type: 'application/json', required: true, json_schema: comparisonSchema }];
 const auditOutput: ExpectedOutput[] = [{ name: 'audit.json', media_type: 'application/json', required: true }];
+
+/** The demo's first hand-off, from the person asking to the researcher; the agents hand the rest along. */
+export const demoRequest = {
+  to: 'researcher',
+  title: 'Find 3 competitors of Baton',
+  payload: { task_type: 'research', topic: 'task hand-off between AI agents' },
+  expectedOutputs: [{ name: 'competitors.json', media_type: 'application/json', required: true, json_schema: competitorsSchema }],
+};
+
+/** Whether the demo's chain is over: every task final, and an audit that passed. */
+export function demoFinished(chain: LineageRow[]): boolean {
+  return chain.length > 0 && chain.every((r) => finalStatuses.includes(r.status))
+    && chain.some((r) => r.title.startsWith('Audit') && r.result_status === 'success');
+}
 
 /** Finds three competitors (one without published pricing) and asks the coder to compare their APIs. */
 export const research: Handler = async (task, ctx) => {

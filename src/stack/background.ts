@@ -30,7 +30,7 @@ async function apiAnswers(apiPort: number, apiKey: string): Promise<boolean> {
  * `dir` is left alone and reported.
  */
 export async function startInBackground(
-  { dir, apiPort, dbPort, cliEntry }: { dir: string; apiPort: number; dbPort: number; cliEntry: string },
+  { dir, apiHost, apiPort, dbPort, cliEntry }: { dir: string; apiHost: string; apiPort: number; dbPort: number; cliEntry: string },
 ): Promise<{ alreadyRunning: boolean; runtime: Runtime }> {
   const running = readRuntime(dir);
   if (running) return { alreadyRunning: true, runtime: running };
@@ -45,7 +45,7 @@ export async function startInBackground(
   const out = fs.openSync(log, 'a');
   const child = spawn(
     process.execPath,
-    [cliEntry, 'stack', 'serve', '--dir', dir, '--api-port', String(apiPort), '--db-port', String(dbPort)],
+    [cliEntry, 'stack', 'serve', '--dir', dir, '--api-host', apiHost, '--api-port', String(apiPort), '--db-port', String(dbPort)],
     { detached: true, stdio: ['ignore', out, out], env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' } },
   );
   fs.closeSync(out);

@@ -67,7 +67,7 @@ export interface GatewayKeys {
 }
 
 export async function startGateway(
-  { port, upstreamPort, keys, realtime }: { port: number; upstreamPort: number; keys: GatewayKeys; realtime?: RealtimeHandle },
+  { host = '127.0.0.1', port, upstreamPort, keys, realtime }: { host?: string; port: number; upstreamPort: number; keys: GatewayKeys; realtime?: RealtimeHandle },
 ): Promise<GatewayHandle> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const legacy = new Set(keys.legacy);
@@ -193,7 +193,7 @@ export async function startGateway(
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(port, host, () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,

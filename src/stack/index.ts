@@ -19,6 +19,8 @@ export interface StackOptions {
   dir: string;
   apiPort: number;
   dbPort: number;
+  /** Where the API listens: loopback (the default), or e.g. 0.0.0.0 to serve other containers. */
+  apiHost?: string;
   log?: Logger;
 }
 
@@ -31,7 +33,7 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: StackOptions): Promise<Stack> {
+export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', log = silentLogger }: StackOptions): Promise<Stack> {
   fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
   assertReachableByPostgres(dir);
   await assertPortFree(apiPort, 'API', '--api-port or BATON_API_PORT');
@@ -80,6 +82,7 @@ export async function startStack({ dir, apiPort, dbPort, log = silentLogger }: S
 
     const openGateway = () => startGateway({
       realtime,
+      host: apiHost,
       port: apiPort,
       upstreamPort: postgrestPort,
       keys: {

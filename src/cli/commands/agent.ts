@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Agent } from '../../schemas.js';
-import { adminClient, configOf } from '../context.js';
+import { adminClient, assertNewEnvFile, configOf, writeAgentEnvFile } from '../context.js';
 import { every, expiresIn, list } from '../inputs.js';
 import { rhythmOf } from '../render.js';
 import { ago, emit, fields, table } from '../output.js';
@@ -31,9 +31,11 @@ export function registerAgent(program: Command): void {
     .option('--max-concurrent <n>', 'how many tasks it may hold at once', (v) => Number(v))
     .option('--every <duration>', 'how often it wakes, e.g. 15m for a 15-minute cron (its claims survive two missed wake-ups)', every)
     .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)', expiresIn)
-    .addHelpText('after', '\nExample:\n  $ baton agent create cheenu --capabilities research,web --display-name "Cheenu"\n  $ export BATON_AGENT_TOKEN=$(baton agent create coder --json | jq -r .token)')
-    .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; every?: number; expiresIn?: Date }, command: Command) => {
+    .option('--write-env <file>', 'also write the agent\'s settings (URL, API key, id, token) to this new file, readable by its owner only')
+    .addHelpText('after', '\nExample:\n  $ baton agent create cheenu --capabilities research,web --display-name "Cheenu"\n  $ export BATON_AGENT_TOKEN=$(baton agent create coder --json | jq -r .token)\n  $ baton agent create coder -c code --write-env ../coder/.env')
+    .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; every?: number; expiresIn?: Date; writeEnv?: string }, command: Command) => {
       const config = configOf(command);
+      if (opts.writeEnv) assertNewEnvFile(opts.writeEnv);
       const { agent: created, token } = await adminClient(config).createAgent({
         id,
         capabilities: opts.capabilities,
@@ -42,19 +44,26 @@ export function registerAgent(program: Command): void {
         pollIntervalSeconds: opts.every,
         tokenExpiresAt: opts.expiresIn,
       });
-      emit(config, { id: created.id, token, agent: created }, () =>
-        `Agent ${created.id} registered. Its token (keep it secret; it acts as this agent):\n${token}\n\n` +
-        `Use it with: export BATON_AGENT_TOKEN=<token>`);
+      if (opts.writeEnv) writeAgentEnvFile(config, opts.writeEnv, created.id, token);
+      emit(config, { id: created.id, token, agent: created, ...(opts.writeEnv ? { envFile: opts.writeEnv } : {}) }, () =>
+        opts.writeEnv
+          ? `Agent ${created.id} registered; its settings and token are in ${opts.writeEnv} (run it with BATON_ENV_FILE=${opts.writeEnv}, or as .env in its folder).`
+          : `Agent ${created.id} registered. Its token (keep it secret; it acts as this agent):\n${token}\n\n` +
+            `Use it with: export BATON_AGENT_TOKEN=<token>`);
     });
 
   agent.command('token <id>')
     .description('issue another token for an existing agent')
     .option('--expires-in <duration>', 'token lifetime, e.g. 90d (default: until revoked)', expiresIn)
+    .option('--write-env <file>', 'write the agent\'s settings with the new token to this new file instead of printing the token')
     .addHelpText('after', '\nExample:\n  $ baton agent token cheenu --expires-in 30d')
-    .action(async (id: string, opts: { expiresIn?: Date }, command: Command) => {
+    .action(async (id: string, opts: { expiresIn?: Date; writeEnv?: string }, command: Command) => {
       const config = configOf(command);
+      if (opts.writeEnv) assertNewEnvFile(opts.writeEnv);
       const token = await adminClient(config).issueToken(id, opts.expiresIn);
-      emit(config, { id, token }, () => token);
+      if (opts.writeEnv) writeAgentEnvFile(config, opts.writeEnv, id, token);
+      emit(config, { id, token, ...(opts.writeEnv ? { envFile: opts.writeEnv } : {}) }, () =>
+        opts.writeEnv ? `A new token for ${id} is in ${opts.writeEnv}.` : token);
     });
 
   agent.command('revoke <id>')

@@ -1,6 +1,6 @@
 /** Who is around: discover, status, renew. */
 import type { Command } from 'commander';
-import { agentClient, configOf, withBeat } from '../context.js';
+import { agentClient, checkApi, configOf, withBeat } from '../context.js';
 import { ExitError, exitCodes } from '../exit.js';
 import { every, list } from '../inputs.js';
 import { emit, table } from '../output.js';
@@ -20,6 +20,20 @@ Example:
       const client = agentClient(config);
       const agents = await withBeat(client, client.discover({ capabilities: opts.capability, includeOffline: opts.all }));
       emit(config, agents, presenceTable);
+    });
+
+  program.command('health')
+    .description('exit 0 if the API answers (and accepts the agent\'s token, when one is set); writes nothing, so it is no heartbeat')
+    .addHelpText('after', `
+For container health checks and scripts that wait for a stack.
+
+Example:
+  $ baton health && echo up
+  $ BATON_STACK_DIR=/data baton health`)
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      const checked = await checkApi(config);
+      emit(config, { ok: true, ...checked }, () => `ok: ${checked.url} answers${checked.asAgent ? ' and accepts the agent token' : ''}`);
     });
 
   program.command('status [message]')

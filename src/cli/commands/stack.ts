@@ -17,7 +17,7 @@ export function registerStack(program: Command): void {
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
       const { alreadyRunning, runtime } = await startInBackground({
-        dir: config.stackDir, apiPort: config.apiPort, dbPort: config.dbPort, cliEntry,
+        dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, cliEntry,
       });
       emit(config, { running: true, alreadyRunning, ...runtime, dir: config.stackDir }, () =>
         alreadyRunning
@@ -53,15 +53,26 @@ export function registerStack(program: Command): void {
 
   stack.command('env')
     .description('print the settings agents and tools need, as KEY=VALUE lines')
-    .addHelpText('after', '\nExample:\n  $ baton stack env > .env\n  $ eval "$(baton stack env | sed \'s/^/export /\')"')
+    .addHelpText('after', `
+With --url, prints the settings as another host sees the stack (a container, say), from the stack's
+folder alone, whether or not the stack runs here; DATABASE_URL is left out, as the database listens on
+its own host's loopback only.
+
+Example:
+  $ baton stack env > .env
+  $ eval "$(baton stack env | sed 's/^/export /')"
+  $ baton stack env --dir /data --url http://stack:54321`)
     .action((_opts, command: Command) => {
       const config = configOf(command);
+      const seenFrom = command.optsWithGlobals<{ url?: string }>().url;
       const runtime = readRuntime(config.stackDir);
       const secrets = readSecrets(config.stackDir);
-      if (!runtime || !secrets) {
-        throw new ExitError(`no stack is running in ${config.stackDir}`, exitCodes.refused, 'Start it first: baton stack start');
+      if (!secrets || (!runtime && !seenFrom)) {
+        throw new ExitError(`no stack is running in ${config.stackDir}`, exitCodes.refused,
+          'Start it first (baton stack start), or name the folder of one that runs elsewhere with --dir and its URL with --url.');
       }
-      const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
+      const { DATABASE_URL, ...rest } = stackEnv(secrets, runtime?.apiPort ?? config.apiPort, runtime?.dbPort ?? config.dbPort);
+      const env = seenFrom ? { ...rest, SUPABASE_URL: seenFrom.replace(/\/+$/, '') } : { ...rest, DATABASE_URL };
       // A value that is not one plain word (the signing key's JSON) is single-quoted, for shells and dotenv alike.
       const quoted = (v: string) => (/^[\w:/.@+=-]*$/.test(v) ? v : `'${v}'`);
       emit(config, env, (e) => Object.entries(e).map(([k, v]) => `${k}=${quoted(v)}`).join('\n'));
@@ -72,7 +83,7 @@ export function registerStack(program: Command): void {
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
       const log = createLogger();
-      const running = await startStack({ dir: config.stackDir, apiPort: config.apiPort, dbPort: config.dbPort, log });
+      const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
       await new Promise<void>((resolve) => {
         const shutdown = (signal: string) => {
           log.info({ signal }, 'stopping the stack');

@@ -1,6 +1,6 @@
 /** `baton watch`: the board, live by push; or one JSON line per event, to follow a task from a script. */
 import type { Command } from 'commander';
-import { PushListener, type PushedTask } from '../../agent/push.js';
+import { agentTopics, PushListener, type PushedTask } from '../../agent/push.js';
 import type { BatonClient } from '../../client/agent.js';
 import { silentLogger } from '../../logger.js';
 import { finalStatuses, type Task, type TaskStatus } from '../../schemas.js';
@@ -13,7 +13,7 @@ const isFinal = (status: string) => finalStatuses.includes(status as TaskStatus)
 /** Listens on the agent's topics; `onEvent` gets every task a message names. */
 async function listen(client: BatonClient, onEvent: (event: BoardEvent) => void): Promise<PushListener> {
   const me = await client.agent(client.agentId);
-  const topics = [`agent:${me.id}`, 'tasks:open', ...me.capabilities.map((c) => `capability:${c}`)];
+  const topics = agentTopics(me);
   const emitAll = (event: 'work' | 'task') => (tasks: PushedTask[]) => {
     for (const t of tasks) onEvent({ at: new Date().toISOString(), event, task_id: t.id, status: t.status });
   };

@@ -1,0 +1,42 @@
+/** `baton mcp`: the agent's actions as a Model Context Protocol server over stdio. */
+import type { Command } from 'commander';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createLogger } from '../../logger.js';
+import { createBatonMcp } from '../../mcp/server.js';
+import { agentClient, configOf } from '../context.js';
+import { exitWhenDone } from '../exit.js';
+import { integer } from '../inputs.js';
+
+export function registerMcp(program: Command, version: string): void {
+  program.command('mcp')
+    .description('serve this agent\'s actions as a Model Context Protocol server over stdio, for LLM hosts')
+    .option('--no-push', 'do not listen on the push channel; re-read subscribed resources by polling')
+    .option('--poll <seconds>', 're-read subscribed resources this often (default 30, or 5 without push)', integer)
+    .option('--no-paths', 'refuse artifacts given as paths (when the model does not run on this machine)')
+    .addHelpText('after', `
+Acts as the agent whose token is in BATON_AGENT_TOKEN (environment or .env), like every command.
+Logs go to stderr; stdout carries the protocol.
+
+Example (an MCP host's configuration):
+  { "mcpServers": { "baton": { "command": "baton", "args": ["mcp"],
+      "env": { "SUPABASE_URL": "...", "SUPABASE_PUBLISHABLE_KEY": "...", "BATON_AGENT_TOKEN": "..." } } } }`)
+    .action(async (opts: { push: boolean; poll?: number; paths: boolean }, command: Command) => {
+      const config = configOf(command);
+      const client = agentClient(config);
+      const log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: false });
+      const mcp = createBatonMcp(client, { version, log, push: opts.push, pollSeconds: opts.poll, allowPaths: opts.paths });
+      const transport = new StdioServerTransport();
+      await mcp.server.connect(transport);
+      await mcp.start();
+      log.info({ agent: client.agentId }, 'serving MCP over stdio');
+      // The host ends the session by closing stdin (or with a signal).
+      await new Promise<void>((resolve) => {
+        process.stdin.once('end', resolve);
+        process.stdin.once('close', resolve);
+        process.once('SIGTERM', resolve);
+        process.once('SIGINT', resolve);
+      });
+      await mcp.stop();
+      exitWhenDone();
+    });
+}

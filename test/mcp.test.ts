@@ -1,0 +1,177 @@
+/**
+ * `baton mcp`, driven as an LLM host drives it: two servers (agents A and B) as separate processes, each
+ * reached through the MCP SDK's own client over stdio. Every step of the hand-off is a tool call.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ResourceUpdatedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliPath } from './cli.js';
+import { newAgent, stack, type TestAgent } from './helpers.js';
+import { agentKeyEnv } from './keys-mode.js';
+
+interface Session { client: Client; agent: TestAgent; updates: string[] }
+
+/** A `baton mcp` server as its own process; by default it re-reads subscriptions only once a minute, so updates come by push. */
+async function connect(agent: TestAgent, flags: string[] = ['--poll', '60']): Promise<Session> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cliPath, 'mcp', ...flags],
+    env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: agent.token, LOG_LEVEL: 'warn' },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'baton-test-host', version: '1.0.0' });
+  await client.connect(transport);
+  const updates: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updates.push(n.params.uri); });
+  return { client, agent, updates };
+}
+
+const call = async (s: Session, name: string, args: Record<string, unknown> = {}) =>
+  (await s.client.callTool({ name, arguments: args })) as CallToolResult;
+
+/** A tool call that must succeed; its structured content. */
+async function use<T = any>(s: Session, name: string, args: Record<string, unknown> = {}): Promise<T> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const result = await call(s, name, args);
+  expect(result.isError, `${name}: ${JSON.stringify(result.content)}`).toBeFalsy();
+  expect(result.content[0]).toMatchObject({ type: 'text' });
+  return result.structuredContent as T;
+}
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('baton mcp', () => {
+  let a: Session;
+  let b: Session;
+  let c: Session;
+  beforeAll(async () => {
+    [a, b, c] = await Promise.all([
+      newAgent('mcp-lead').then(connect),
+      newAgent('mcp-coder', { capabilities: ['code'] }).then(connect),
+      newAgent('mcp-other').then(connect),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([a, b, c].filter(Boolean).map((s) => s.client.close()));
+  });
+
+  it('offers every agent action as a tool with a described input schema, the resources and the loop prompt', async () => {
+    const { tools } = await a.client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    expect(names).toEqual(['answer', 'artifact_get', 'ask', 'broadcast', 'cancel', 'chain', 'claim', 'complete', 'discover', 'fail',
+      'handoff', 'inbox', 'list_tasks', 'message', 'progress', 'reassign', 'reject', 'release', 'show_task', 'start', 'status'].sort());
+    for (const t of tools) {
+      expect(t.description!.length, t.name).toBeGreaterThan(30);
+      expect(t.inputSchema.type).toBe('object');
+    }
+    const handoff = tools.find((t) => t.name === 'handoff')!;
+    expect(handoff.inputSchema.required).toEqual(expect.arrayContaining(['to', 'title']));
+    expect((handoff.inputSchema.properties as Record<string, { description?: string }>).expected_outputs!.description).toMatch(/required/);
+
+    const { resources } = await a.client.listResources();
+    expect(resources.map((r) => r.uri).sort()).toEqual(['baton://inbox', 'baton://tasks']);
+    const { resourceTemplates } = await a.client.listResourceTemplates();
+    expect(resourceTemplates.map((r) => r.uriTemplate).sort()).toEqual(['baton://artifact/{task}/{name}', 'baton://task/{id}']);
+    const prompt = await a.client.getPrompt({ name: 'baton-loop', arguments: {} });
+    expect(JSON.stringify(prompt.messages)).toMatch(/claim/);
+    expect(a.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+  });
+
+  it('carries a hand-off from A to B and back through tool calls alone: progress, a question, the answer, the artifact', async () => {
+    const sent = await use(a, 'handoff', {
+      to: b.agent.id, title: 'Write slugify', description: 'A slugify function with tests.',
+      payload: { language: 'ts' }, priority: 'high',
+      expected_outputs: [{ name: 'slugify.ts', media_type: 'text/plain', required: true }],
+    });
+    const id: string = sent.task.id;
+    expect(sent.task).not.toHaveProperty('claim_token');
+
+    const claimed = await use(b, 'claim', { task: id.slice(0, 8) });
+    expect(claimed.tasks[0]).toMatchObject({ id, status: 'in_progress', claimed_by: b.agent.id });
+    expect(claimed.tasks[0]).not.toHaveProperty('claim_token');
+
+    await use(b, 'progress', { task: id, message: 'reading the spec', percent: 20 });
+    const asked = await use(b, 'ask', { task: id, question: 'Unicode or ASCII only?' });
+    expect(asked.task.status).toBe('input_required');
+
+    const aInbox = await use(a, 'inbox', { task: id });
+    expect(aInbox.messages.map((m: { body: unknown }) => JSON.stringify(m.body)).join('\n')).toMatch(/Unicode or ASCII only/);
+    await use(a, 'answer', { task: id, answer: 'ASCII only' });
+
+    const shown = await use(b, 'show_task', { task: id });
+    expect(shown.task.status).toBe('in_progress');
+    expect(shown.thread.map((m: { body: unknown }) => JSON.stringify(m.body)).join('\n')).toMatch(/ASCII only/);
+    expect(shown.history.length).toBeGreaterThan(2);
+
+    const source = 'export const slugify = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, "-");\n';
+    const done = await use(b, 'complete', {
+      task: id, summary: 'slugify written', metrics: { tests_passed: 3 },
+      artifacts: [{ name: 'slugify.ts', text: source }],
+    });
+    expect(done.task).toMatchObject({ status: 'completed' });
+
+    const result = await use(a, 'show_task', { task: id });
+    expect(result.task.result).toMatchObject({ status: 'success', summary: 'slugify written', metrics: { tests_passed: 3 } });
+    expect(result.artifacts.map((x: { name: string }) => x.name)).toEqual(['slugify.ts']);
+    const artifact = await use(a, 'artifact_get', { task: id, name: 'slugify.ts' });
+    expect(artifact.text).toBe(source);
+    const read = await a.client.readResource({ uri: `baton://artifact/${id}/slugify.ts` });
+    expect(read.contents[0]).toMatchObject({ text: source });
+  });
+
+  it('refuses, as a tool error with the code and a hint, to complete a task the agent does not hold', async () => {
+    // Addressed to B, so B sees it, but B has not claimed it: B's complete is refused by the database.
+    const sent = await use(a, 'handoff', { to: b.agent.id, title: 'Not yours to finish' });
+    const refused = await call(b, 'complete', { task: sent.task.id, summary: 'done, trust me' });
+    expect(refused.isError).toBe(true);
+    const { error } = refused.structuredContent as { error: { code: string; message: string; hint: string | null } };
+    expect(error.code).toMatch(/^BT\d{3}$/);
+    expect(error.hint).toBeTruthy();
+    expect((refused.content[0] as { text: string }).text).toContain(error.code);
+    expect((refused.content[0] as { text: string }).text).toContain('Hint:');
+    // Nothing changed: it still waits, with no result.
+    expect((await use(a, 'show_task', { task: sent.task.id })).task).toMatchObject({ status: 'pending', claimed_by: null, result: null });
+    // Held by B, it is still not C's to complete (C cannot even see it).
+    await use(b, 'claim', { task: sent.task.id });
+    const other = await call(c, 'complete', { task: sent.task.id });
+    expect(other.isError).toBe(true);
+    expect((other.structuredContent as { error: { code: string } }).error.code).toMatch(/^BT\d{3}$/);
+    expect((await use(b, 'show_task', { task: sent.task.id })).task).toMatchObject({ status: 'in_progress', claimed_by: b.agent.id });
+
+    const bad = await call(b, 'complete', { task: sent.task.id, artifacts: [{ name: 'x.txt' }] });
+    expect(bad.isError).toBe(true);
+    expect((bad.content[0] as { text: string }).text).toMatch(/exactly one of text, base64 or path/);
+  });
+
+  it('tells a subscriber to A\'s inbox when B hands A a follow-up', async () => {
+    await a.client.subscribeResource({ uri: 'baton://inbox' });
+    const before = a.updates.length;
+    const sent = await use(a, 'handoff', { to: b.agent.id, title: 'Review and hand back' });
+    await use(b, 'claim', { task: sent.task.id });
+    await use(b, 'complete', { task: sent.task.id, summary: 'reviewed', follow_up: { to: a.agent.id, title: 'Merge it', reason: 'review passed' } });
+    await until('an inbox update', () => (a.updates.slice(before).includes('baton://inbox') ? true : undefined));
+    const inbox = await a.client.readResource({ uri: 'baton://inbox' });
+    const waiting = JSON.parse((inbox.contents[0] as { text: string }).text).waiting as Array<{ title: string; parent_task_id: string }>;
+    expect(waiting).toContainEqual(expect.objectContaining({ title: 'Merge it', parent_task_id: sent.task.id }));
+    await a.client.unsubscribeResource({ uri: 'baton://inbox' });
+  });
+
+  it('without push, notices new work by polling', async () => {
+    const polled = await connect(await newAgent('mcp-polled'), ['--no-push', '--poll', '1']);
+    try {
+      await polled.client.subscribeResource({ uri: 'baton://inbox' });
+      await use(a, 'handoff', { to: polled.agent.id, title: 'Found by polling' });
+      await until('an inbox update', () => (polled.updates.includes('baton://inbox') ? true : undefined));
+    } finally {
+      await polled.client.close();
+    }
+  });
+});
