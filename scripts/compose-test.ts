@@ -73,8 +73,8 @@ function workerContainers(): Map<string, string> {
 }
 
 /** Hands a task to the generic agents, waits until one runs it, and returns it with that agent's container. */
-async function startWork(lead: BatonClient, title: string): Promise<{ task: Task; holder: string; container: string }> {
-  const task = await lead.broadcast({ title, requiredCapabilities: ['work'], payload: { task_type: 'work', seconds: 40 }, leaseSeconds: 5 });
+async function startWork(lead: BatonClient, title: string, seconds: number): Promise<{ task: Task; holder: string; container: string }> {
+  const task = await lead.broadcast({ title, requiredCapabilities: ['work'], payload: { task_type: 'work', seconds }, leaseSeconds: 5 });
   const running = await waitFor(`"${title}" started`, 60, async () => {
     const shown = await lead.getTask(task.id);
     return shown.status === 'in_progress' && shown.claimed_by ? shown : undefined;
@@ -125,15 +125,16 @@ try {
   say(lineageTree(chain).replace(/^/gm, '        '));
 
   // Round 2: SIGKILL mid-task; the lease lapses, the sweep re-queues, the other container finishes.
-  const killed = await startWork(lead, 'work through a container kill');
+  const killed = await startWork(lead, 'work through a container kill', 15);
   sh('docker', ['kill', killed.container], { quiet: true });
   step(`killed ${killed.holder}'s container mid-task (${shortId(killed.task.id)})`);
   const afterKill = await finishedElsewhere(lead, killed.task, killed.holder);
   step(`${afterKill} finished it`);
 
-  // Round 3: SIGTERM mid-task (docker stop); the daemon waits its grace, releases the task, another finishes.
+  // Round 3: SIGTERM mid-task (docker stop); the daemon waits its grace (10 s), releases the task, another
+  // finishes it. The killed container stayed down (a kill is a manual stop); up starts it again.
   compose('up', '-d', '--scale', 'agent=2');
-  const stopped = await startWork(lead, 'work through a container stop');
+  const stopped = await startWork(lead, 'work through a container stop', 25);
   sh('docker', ['stop', stopped.container], { quiet: true });
   step(`stopped ${stopped.holder}'s container mid-task (${shortId(stopped.task.id)})`);
   const afterStop = await finishedElsewhere(lead, stopped.task, stopped.holder);

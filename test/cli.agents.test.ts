@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { Agent, AgentPresence, Message, Task } from '../src/schemas.js';
 import { baton, cliAs, cliPath, parsed } from './cli.js';
 import { newAgent, stack, uniqueId } from './helpers.js';
-import { operatorEnv } from './keys-mode.js';
+import { agentKeyEnv, operatorEnv } from './keys-mode.js';
 
 const operator = (...args: string[]) => baton(args, {
   SUPABASE_URL: stack.SUPABASE_URL, ...operatorEnv(stack),
@@ -125,12 +125,70 @@ describe('configuration', () => {
   });
 });
 
+describe('an agent\'s settings file', () => {
+  it('is written by agent create --write-env, readable by its owner only, and read through BATON_ENV_FILE', async () => {
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-envfile-'));
+    try {
+      const id = uniqueId('envfile');
+      const file = path.join(folder, 'agents', `${id}.env`);
+      const created = await baton(['agent', 'create', id, '-c', 'files', '--write-env', file],
+        { SUPABASE_URL: stack.SUPABASE_URL, ...operatorEnv(stack), ...agentKeyEnv(stack) });
+      expect(created.code, created.stderr).toBe(0);
+      expect(created.stdout).not.toMatch(/eyJ/); // the token went to the file, not the terminal
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      const written = fs.readFileSync(file, 'utf8');
+      expect(written).toMatch(new RegExp(`^SUPABASE_URL=${stack.SUPABASE_URL}$`, 'm'));
+      expect(written).toMatch(new RegExp(`^BATON_AGENT_ID=${id}$`, 'm'));
+      expect(written).not.toMatch(/SECRET|SERVICE_ROLE|SIGNING|JWT_SECRET/);
+
+      // Nothing else set, from another folder: the file alone makes the command act as the agent.
+      const bare = { SUPABASE_URL: '', SUPABASE_PUBLISHABLE_KEY: '', SUPABASE_ANON_KEY: '', BATON_AGENT_TOKEN: '' };
+      const viaFile = await baton(['status', 'configured by a file', '--json'], { ...bare, BATON_ENV_FILE: file }, os.tmpdir());
+      expect(Agent.parse(parsed(viaFile)).id).toBe(id);
+      const health = await baton(['health'], { ...bare, BATON_ENV_FILE: file }, os.tmpdir());
+      expect(health.code, health.stderr).toBe(0);
+      expect(health.stdout).toMatch(/answers and accepts the agent token/);
+
+      // An existing file is never overwritten, and the refusal comes before anything is registered.
+      const again = await baton(['agent', 'create', uniqueId('envfile'), '--write-env', file], { SUPABASE_URL: stack.SUPABASE_URL, ...operatorEnv(stack), ...agentKeyEnv(stack) });
+      expect(again.code).toBe(2);
+      expect(again.stderr).toMatch(/exists already; it is left as it is/);
+      expect(fs.readFileSync(file, 'utf8')).toBe(written);
+
+      // The secret key alone cannot make an agent's file: it would have to carry the secret key.
+      const secretOnly = await operator('agent', 'create', uniqueId('envfile'), '--write-env', path.join(folder, 'other.env'));
+      expect(secretOnly.code).toBe(2);
+      expect(secretOnly.stderr).toMatch(/publishable key/);
+      expect(fs.existsSync(path.join(folder, 'other.env'))).toBe(false);
+
+      const missing = await baton(['status'], { ...bare, BATON_ENV_FILE: path.join(folder, 'nowhere.env') });
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(/BATON_ENV_FILE names .*nowhere\.env, which does not exist/);
+    } finally {
+      fs.rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('health', () => {
+  it('exits 0 when the API answers and accepts the token, 1 with the reason when not', async () => {
+    const agent = await newAgent('healthy');
+    expect((await cliAs(agent.token, stack)('health')).code).toBe(0);
+    const forged = await cliAs(`${agent.token.slice(0, -4)}AAAA`, stack)('health');
+    expect(forged.code).toBe(1);
+    expect(forged.stderr).toMatch(/answered 401/);
+    const nobody = await baton(['health', '--url', 'http://127.0.0.1:9'], { ...agentKeyEnv(stack) });
+    expect(nobody.code).toBe(1);
+    expect(nobody.stderr).toMatch(/does not answer/);
+  });
+});
+
 describe('help', () => {
   const commands = [
     'discover', 'status', 'handoff', 'broadcast', 'tasks', 'show', 'claim', 'start', 'progress', 'ask', 'answer',
     'reject', 'complete', 'fail', 'cancel', 'release', 'reassign', 'message', 'inbox',
     'artifacts', 'artifact get', 'chain', 'sweep', 'agent run', 'agent tick', 'agent create', 'agent token', 'agent revoke', 'agent list', 'agent show',
-    'stack start', 'stack stop', 'stack status', 'stack env', 'keys generate', 'keys public', 'watch',
+    'stack start', 'stack stop', 'stack status', 'stack env', 'stack serve', 'keys generate', 'keys public', 'watch', 'health', 'mcp',
   ];
   it('shows a real example for every command', async () => {
     const results = await Promise.all(commands.map((c) => baton([...c.split(' '), '--help'])));

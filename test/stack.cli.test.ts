@@ -1,6 +1,7 @@
 /** `baton stack …` as a user runs it: a background stack that keeps its data and says what is wrong. */
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/stack/ports.js';
 import { isAlive, readRuntime } from '../src/stack/state.js';
@@ -68,6 +69,26 @@ describe('baton stack', async () => {
     expect(JSON.parse(listed.stdout).map((a: { id: string }) => a.id)).toContain('keeper');
   });
 
+  it('serves other hosts with --api-host 0.0.0.0, and prints its settings as they see it with --url', async () => {
+    expect((await baton(['stack', 'stop', '--dir', dir])).code).toBe(0);
+    // Stopped, the folder alone still gives the settings for a URL another host reaches it by.
+    const seen = await baton(['stack', 'env', '--dir', dir, '--url', 'http://stack:54321/']);
+    expect(seen.code, seen.stderr).toBe(0);
+    expect(seen.stdout).toMatch(/^SUPABASE_URL=http:\/\/stack:54321$/m);
+    expect(seen.stdout).toMatch(/^SUPABASE_SECRET_KEY=sb_secret_/m);
+    expect(seen.stdout).not.toMatch(/DATABASE_URL/);
+    expect((await baton(['stack', 'env', '--dir', dir])).code).toBe(1);
+
+    const started = await baton(['stack', 'start', ...at, '--api-host', '0.0.0.0']);
+    expect(started.code, started.stderr).toBe(0);
+    const address = Object.values(os.networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+    if (address) {
+      const res = await fetch(`http://${address}:${apiPort}/rest/v1/`, { headers: { apikey: 'wrong' } });
+      expect(res.status).toBe(401);
+    }
+    expect((await baton(['health', '--dir', dir])).stdout).toMatch(/^ok: http:\/\/127\.0\.0\.1:\d+ answers$/m);
+  });
+
   it('names a port that is already taken', async () => {
     const blocker = net.createServer();
     const taken = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as net.AddressInfo).port)));
@@ -88,7 +109,7 @@ describe('baton stack', async () => {
     try {
       const env = await baton(['stack', 'env', '--dir', empty]);
       expect(env.code).toBe(1);
-      expect(env.stderr).toMatch(/no stack is running .* baton stack start/);
+      expect(env.stderr).toMatch(/no stack is running .*baton stack start.*--url/);
       const list = await baton(['agent', 'list', '--dir', empty]);
       expect(list.code).toBe(2);
       expect(list.stderr).toMatch(/SUPABASE_URL is not set and no local stack is running/);

@@ -102,11 +102,24 @@ export async function withBeat<T>(client: BatonClient, read: Promise<T>): Promis
   return value;
 }
 
-/** Refuses a file for an agent's settings that exists already: it may hold another agent's token. */
-export function assertNewEnvFile(file: string): void {
+/** The API key an agent's settings file carries: the publishable (or anon) key, never a secret one. */
+function agentApiKeyLine(config: BatonConfig): string {
+  const { publishableKey, anonKey } = endpoint(config);
+  if (publishableKey) return `SUPABASE_PUBLISHABLE_KEY=${publishableKey}`;
+  if (anonKey) return `SUPABASE_ANON_KEY=${anonKey}`;
+  throw usageError('the agent\'s settings need the project\'s publishable key, and none is set',
+    'Set SUPABASE_PUBLISHABLE_KEY (or SUPABASE_ANON_KEY) as well; the secret key never goes into an agent\'s file.');
+}
+
+/**
+ * Refuses, before anything is registered, a settings file that exists already (it may hold another
+ * agent's token) or that could not carry an API key an agent may hold.
+ */
+export function assertNewEnvFile(config: BatonConfig, file: string): void {
   if (fs.existsSync(file)) {
     throw usageError(`${path.resolve(file)} exists already; it is left as it is`, 'Name a new file, or remove the old one first if its token is no longer wanted.');
   }
+  agentApiKeyLine(config);
 }
 
 /**
@@ -114,9 +127,7 @@ export function assertNewEnvFile(file: string): void {
  * file that only its owner may read; a daemon reads it as .env or through BATON_ENV_FILE.
  */
 export function writeAgentEnvFile(config: BatonConfig, file: string, agentId: string, token: string): void {
-  const { url, publishableKey, anonKey } = endpoint(config);
-  const apiKey = publishableKey ? `SUPABASE_PUBLISHABLE_KEY=${publishableKey}` : anonKey ? `SUPABASE_ANON_KEY=${anonKey}` : undefined;
-  const lines = [`SUPABASE_URL=${url}`, ...(apiKey ? [apiKey] : []), `BATON_AGENT_ID=${agentId}`, `BATON_AGENT_TOKEN=${token}`];
+  const lines = [`SUPABASE_URL=${endpoint(config).url}`, agentApiKeyLine(config), `BATON_AGENT_ID=${agentId}`, `BATON_AGENT_TOKEN=${token}`];
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // Created exclusively, so a file that appeared meanwhile is not overwritten either.
   fs.writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600, flag: 'wx' });

@@ -35,7 +35,7 @@ export function registerAgent(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton agent create cheenu --capabilities research,web --display-name "Cheenu"\n  $ export BATON_AGENT_TOKEN=$(baton agent create coder --json | jq -r .token)\n  $ baton agent create coder -c code --write-env ../coder/.env')
     .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; every?: number; expiresIn?: Date; writeEnv?: string }, command: Command) => {
       const config = configOf(command);
-      if (opts.writeEnv) assertNewEnvFile(opts.writeEnv);
+      if (opts.writeEnv) assertNewEnvFile(config, opts.writeEnv);
       const { agent: created, token } = await adminClient(config).createAgent({
         id,
         capabilities: opts.capabilities,
@@ -59,7 +59,7 @@ export function registerAgent(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton agent token cheenu --expires-in 30d')
     .action(async (id: string, opts: { expiresIn?: Date; writeEnv?: string }, command: Command) => {
       const config = configOf(command);
-      if (opts.writeEnv) assertNewEnvFile(opts.writeEnv);
+      if (opts.writeEnv) assertNewEnvFile(config, opts.writeEnv);
       const token = await adminClient(config).issueToken(id, opts.expiresIn);
       if (opts.writeEnv) writeAgentEnvFile(config, opts.writeEnv, id, token);
       emit(config, { id, token, ...(opts.writeEnv ? { envFile: opts.writeEnv } : {}) }, () =>

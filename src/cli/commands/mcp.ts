@@ -17,9 +17,13 @@ export function registerMcp(program: Command, version: string): void {
 Acts as the agent whose token is in BATON_AGENT_TOKEN (environment or .env), like every command.
 Logs go to stderr; stdout carries the protocol.
 
-Example (an MCP host's configuration):
+Example:
+  $ BATON_ENV_FILE=~/agents/coder.env baton mcp
+  $ claude mcp add baton -e BATON_ENV_FILE=$HOME/agents/coder.env -- baton mcp
+
+In an MCP host's configuration:
   { "mcpServers": { "baton": { "command": "baton", "args": ["mcp"],
-      "env": { "SUPABASE_URL": "...", "SUPABASE_PUBLISHABLE_KEY": "...", "BATON_AGENT_TOKEN": "..." } } } }`)
+      "env": { "BATON_ENV_FILE": "/home/me/agents/coder.env" } } } }`)
     .action(async (opts: { push: boolean; poll?: number; paths: boolean }, command: Command) => {
       const config = configOf(command);
       const client = agentClient(config);

@@ -78,8 +78,9 @@ Example:
       emit(config, env, (e) => Object.entries(e).map(([k, v]) => `${k}=${quoted(v)}`).join('\n'));
     });
 
-  stack.command('serve', { hidden: true })
-    .description('run the stack in the foreground until SIGINT or SIGTERM (what `start` runs in the background)')
+  stack.command('serve')
+    .description('run the stack in the foreground until SIGINT or SIGTERM (what `start` runs in the background; for containers and service managers)')
+    .addHelpText('after', '\nExample:\n  $ baton stack serve --dir /data --api-host 0.0.0.0')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
       const log = createLogger();
