@@ -40,6 +40,18 @@ isOneToOne: false
       foreignKeyName: "agent_messages_task_id_fkey"
       columns: ["task_id"]
 isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "agent_messages_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "agent_messages_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
       referencedRelation: "task_handoffs"
       referencedColumns: ["id"]
     },{
@@ -47,6 +59,12 @@ isOneToOne: false
       columns: ["task_id"]
 isOneToOne: false
       referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "agent_messages_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
       referencedColumns: ["id"]
     },{
       foreignKeyName: "agent_messages_to_agent_fkey"
@@ -130,17 +148,85 @@ isOneToOne: true
                   ]
                 },"baton_settings": {
                   Row: {
-                    "artifacts_per_minute": number,"default_lease": string,"handoffs_per_minute": number,"id": boolean,"max_chain_depth": number,"max_json_depth": number,"max_json_keys": number,"messages_per_minute": number,"offline_after": string,"open_tasks_per_sender": number,"retry_base_delay": string,"retry_max_delay": string
+                    "artifacts_per_minute": number,"default_lease": string,"handoffs_per_minute": number,"id": boolean,"keep_finished": string | null,"max_chain_depth": number,"max_json_depth": number,"max_json_keys": number,"messages_per_minute": number,"offline_after": string,"open_tasks_per_sender": number,"retention_batch": number,"retry_base_delay": string,"retry_max_delay": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "artifacts_per_minute"?: number,"default_lease"?: string,"handoffs_per_minute"?: number,"id"?: boolean,"max_chain_depth"?: number,"max_json_depth"?: number,"max_json_keys"?: number,"messages_per_minute"?: number,"offline_after"?: string,"open_tasks_per_sender"?: number,"retry_base_delay"?: string,"retry_max_delay"?: string
+                    "artifacts_per_minute"?: number,"default_lease"?: string,"handoffs_per_minute"?: number,"id"?: boolean,"keep_finished"?: string | null,"max_chain_depth"?: number,"max_json_depth"?: number,"max_json_keys"?: number,"messages_per_minute"?: number,"offline_after"?: string,"open_tasks_per_sender"?: number,"retention_batch"?: number,"retry_base_delay"?: string,"retry_max_delay"?: string
                   }
                   Update: {
-                    "artifacts_per_minute"?: number,"default_lease"?: string,"handoffs_per_minute"?: number,"id"?: boolean,"max_chain_depth"?: number,"max_json_depth"?: number,"max_json_keys"?: number,"messages_per_minute"?: number,"offline_after"?: string,"open_tasks_per_sender"?: number,"retry_base_delay"?: string,"retry_max_delay"?: string
+                    "artifacts_per_minute"?: number,"default_lease"?: string,"handoffs_per_minute"?: number,"id"?: boolean,"keep_finished"?: string | null,"max_chain_depth"?: number,"max_json_depth"?: number,"max_json_keys"?: number,"messages_per_minute"?: number,"offline_after"?: string,"open_tasks_per_sender"?: number,"retention_batch"?: number,"retry_base_delay"?: string,"retry_max_delay"?: string
                   }
                   Relationships: [
                     
+                  ]
+                },"recurring_handoffs": {
+                  Row: {
+                    "created_at": string,"enabled": boolean,"from_agent": string,"id": string,"last_error": string | null,"last_run_at": string | null,"last_task_id": string | null,"name": string,"next_run_at": string,"required_capabilities": (string)[],"schedule": string,"template": NonNullable<Json>,"to_agent": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"enabled"?: boolean,"from_agent": string,"id"?: string,"last_error"?: string | null,"last_run_at"?: string | null,"last_task_id"?: string | null,"name": string,"next_run_at": string,"required_capabilities"?: (string)[],"schedule": string,"template": NonNullable<Json>,"to_agent"?: string | null
+                  }
+                  Update: {
+                    "created_at"?: string,"enabled"?: boolean,"from_agent"?: string,"id"?: string,"last_error"?: string | null,"last_run_at"?: string | null,"last_task_id"?: string | null,"name"?: string,"next_run_at"?: string,"required_capabilities"?: (string)[],"schedule"?: string,"template"?: NonNullable<Json>,"to_agent"?: string | null
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "recurring_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_last_task_id_fkey"
+      columns: ["last_task_id"]
+isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_last_task_id_fkey"
+      columns: ["last_task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_last_task_id_fkey"
+      columns: ["last_task_id"]
+isOneToOne: false
+      referencedRelation: "task_handoffs"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_last_task_id_fkey"
+      columns: ["last_task_id"]
+isOneToOne: false
+      referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_last_task_id_fkey"
+      columns: ["last_task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_to_agent_fkey"
+      columns: ["to_agent"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "recurring_handoffs_to_agent_fkey"
+      columns: ["to_agent"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    }
                   ]
                 },"task_artifacts": {
                   Row: {
@@ -170,6 +256,18 @@ isOneToOne: false
       foreignKeyName: "task_artifacts_task_id_fkey"
       columns: ["task_id"]
 isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_artifacts_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_artifacts_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
       referencedRelation: "task_handoffs"
       referencedColumns: ["id"]
     },{
@@ -177,6 +275,12 @@ isOneToOne: false
       columns: ["task_id"]
 isOneToOne: false
       referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_artifacts_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
       referencedColumns: ["id"]
     }
                   ]
@@ -208,6 +312,18 @@ isOneToOne: false
       foreignKeyName: "task_declines_task_id_fkey"
       columns: ["task_id"]
 isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_declines_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_declines_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
       referencedRelation: "task_handoffs"
       referencedColumns: ["id"]
     },{
@@ -215,6 +331,12 @@ isOneToOne: false
       columns: ["task_id"]
 isOneToOne: false
       referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_declines_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
       referencedColumns: ["id"]
     }
                   ]
@@ -234,6 +356,18 @@ isOneToOne: false
       foreignKeyName: "task_events_task_id_fkey"
       columns: ["task_id"]
 isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_events_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_events_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
       referencedRelation: "task_handoffs"
       referencedColumns: ["id"]
     },{
@@ -242,18 +376,24 @@ isOneToOne: false
 isOneToOne: false
       referencedRelation: "task_lineage"
       referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_events_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
     }
                   ]
                 },"task_handoffs": {
                   Row: {
-                    "attempts": number,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"required_capabilities": (string)[],"result": Json | null,"root_task_id": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"updated_at": string
+                    "attempts": number,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"dependency_mode": string,"depends_on": (string)[],"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"on_dependency_failure": string,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"recurrence_slot": string | null,"recurring_id": string | null,"required_capabilities": (string)[],"result": Json | null,"retry_of": string | null,"root_task_id": string | null,"run_at": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"updated_at": string,"waiting_on": number
                   }
                   ComputedFields: never
                   Insert: {
-                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"required_capabilities"?: (string)[],"result"?: Json | null,"root_task_id"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"updated_at"?: string
+                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Update: {
-                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"required_capabilities"?: (string)[],"result"?: Json | null,"root_task_id"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"updated_at"?: string
+                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Relationships: [
                     {
@@ -284,6 +424,18 @@ isOneToOne: false
       foreignKeyName: "task_handoffs_parent_task_id_fkey"
       columns: ["parent_task_id"]
 isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_parent_task_id_fkey"
+      columns: ["parent_task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_parent_task_id_fkey"
+      columns: ["parent_task_id"]
+isOneToOne: false
       referencedRelation: "task_handoffs"
       referencedColumns: ["id"]
     },{
@@ -293,6 +445,60 @@ isOneToOne: false
       referencedRelation: "task_lineage"
       referencedColumns: ["id"]
     },{
+      foreignKeyName: "task_handoffs_parent_task_id_fkey"
+      columns: ["parent_task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_recurring_id_fkey"
+      columns: ["recurring_id"]
+isOneToOne: false
+      referencedRelation: "recurring_handoffs"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_retry_of_fkey"
+      columns: ["retry_of"]
+isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_retry_of_fkey"
+      columns: ["retry_of"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_retry_of_fkey"
+      columns: ["retry_of"]
+isOneToOne: false
+      referencedRelation: "task_handoffs"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_retry_of_fkey"
+      columns: ["retry_of"]
+isOneToOne: false
+      referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_retry_of_fkey"
+      columns: ["retry_of"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_root_task_id_fkey"
+      columns: ["root_task_id"]
+isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_root_task_id_fkey"
+      columns: ["root_task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
       foreignKeyName: "task_handoffs_root_task_id_fkey"
       columns: ["root_task_id"]
 isOneToOne: false
@@ -303,6 +509,12 @@ isOneToOne: false
       columns: ["root_task_id"]
 isOneToOne: false
       referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_root_task_id_fkey"
+      columns: ["root_task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
       referencedColumns: ["id"]
     },{
       foreignKeyName: "task_handoffs_to_agent_fkey"
@@ -349,16 +561,98 @@ isOneToOne: false
                         Relationships: [
                     
                   ]
-                },"task_lineage": {
+                },"dead_letters": {
                   Row: {
-                    "attempts": number,"completed_at": string | null,"created_at": string,"depth": number,"from_agent": string,"id": string,"inputs": NonNullable<Json>,"outputs": Json | null,"parent_task_id": string | null,"producer": string | null,"progress_message": string | null,"progress_percent": number | null,"required_capabilities": (string)[],"result_status": Json | null,"root_task_id": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"summary": string | null,"title": string,"to_agent": string | null
+                    "age": string | null,"attempts": number,"failed_at": string | null,"from_agent": string,"id": string,"last_holder": string | null,"reason": string | null,"required_capabilities": (string)[],"retried_as": string | null,"title": string,"to_agent": string | null
                   }
                   ComputedFields: never
                   Insert: {
-                           "attempts"?: number | null,"completed_at"?: string | null,"created_at"?: string | null,"depth"?: number | null,"from_agent"?: string | null,"id"?: string | null,"inputs"?: Json | null,"outputs"?: never,"parent_task_id"?: string | null,"producer"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"required_capabilities"?: (string)[] | null,"result_status"?: never,"root_task_id"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"] | null,"status_reason"?: string | null,"summary"?: never,"title"?: string | null,"to_agent"?: string | null
+                           "age"?: never,"attempts"?: number | null,"failed_at"?: string | null,"from_agent"?: string | null,"id"?: string | null,"last_holder"?: string | null,"reason"?: string | null,"required_capabilities"?: (string)[] | null,"retried_as"?: never,"title"?: string | null,"to_agent"?: string | null
                          }
                         Update: {
-                           "attempts"?: number | null,"completed_at"?: string | null,"created_at"?: string | null,"depth"?: number | null,"from_agent"?: string | null,"id"?: string | null,"inputs"?: Json | null,"outputs"?: never,"parent_task_id"?: string | null,"producer"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"required_capabilities"?: (string)[] | null,"result_status"?: never,"root_task_id"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"] | null,"status_reason"?: string | null,"summary"?: never,"title"?: string | null,"to_agent"?: string | null
+                           "age"?: never,"attempts"?: number | null,"failed_at"?: string | null,"from_agent"?: string | null,"id"?: string | null,"last_holder"?: string | null,"reason"?: string | null,"required_capabilities"?: (string)[] | null,"retried_as"?: never,"title"?: string | null,"to_agent"?: string | null
+                         }
+                        Relationships: [
+                    {
+      foreignKeyName: "task_handoffs_claimed_by_fkey"
+      columns: ["last_holder"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_claimed_by_fkey"
+      columns: ["last_holder"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_to_agent_fkey"
+      columns: ["to_agent"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_to_agent_fkey"
+      columns: ["to_agent"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"stuck_claims": {
+                  Row: {
+                    "attempts": number,"claimed_by": string | null,"from_agent": string,"holder_last_heartbeat": string | null,"id": string,"lease_expires_at": string | null,"max_attempts": number,"overdue_by": string | null,"status": Database["public"]['Enums']["task_status"],"title": string
+                  }
+                  ComputedFields: never
+                  Relationships: [
+                    {
+      foreignKeyName: "task_handoffs_claimed_by_fkey"
+      columns: ["claimed_by"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_claimed_by_fkey"
+      columns: ["claimed_by"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"task_lineage": {
+                  Row: {
+                    "attempts": number,"completed_at": string | null,"created_at": string,"dependency_mode": string,"depends_on": (string)[],"depth": number,"from_agent": string,"id": string,"inputs": NonNullable<Json>,"outputs": Json | null,"parent_task_id": string | null,"producer": string | null,"progress_message": string | null,"progress_percent": number | null,"required_capabilities": (string)[],"result_status": Json | null,"root_task_id": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"summary": string | null,"title": string,"to_agent": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                           "attempts"?: number | null,"completed_at"?: string | null,"created_at"?: string | null,"dependency_mode"?: string | null,"depends_on"?: (string)[] | null,"depth"?: number | null,"from_agent"?: string | null,"id"?: string | null,"inputs"?: Json | null,"outputs"?: never,"parent_task_id"?: string | null,"producer"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"required_capabilities"?: (string)[] | null,"result_status"?: never,"root_task_id"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"] | null,"status_reason"?: string | null,"summary"?: never,"title"?: string | null,"to_agent"?: string | null
+                         }
+                        Update: {
+                           "attempts"?: number | null,"completed_at"?: string | null,"created_at"?: string | null,"dependency_mode"?: string | null,"depends_on"?: (string)[] | null,"depth"?: number | null,"from_agent"?: string | null,"id"?: string | null,"inputs"?: Json | null,"outputs"?: never,"parent_task_id"?: string | null,"producer"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"required_capabilities"?: (string)[] | null,"result_status"?: never,"root_task_id"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"] | null,"status_reason"?: string | null,"summary"?: never,"title"?: string | null,"to_agent"?: string | null
                          }
                         Relationships: [
                     {
@@ -389,6 +683,18 @@ isOneToOne: false
       foreignKeyName: "task_handoffs_parent_task_id_fkey"
       columns: ["parent_task_id"]
 isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_parent_task_id_fkey"
+      columns: ["parent_task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_parent_task_id_fkey"
+      columns: ["parent_task_id"]
+isOneToOne: false
       referencedRelation: "task_handoffs"
       referencedColumns: ["id"]
     },{
@@ -398,6 +704,24 @@ isOneToOne: false
       referencedRelation: "task_lineage"
       referencedColumns: ["id"]
     },{
+      foreignKeyName: "task_handoffs_parent_task_id_fkey"
+      columns: ["parent_task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_root_task_id_fkey"
+      columns: ["root_task_id"]
+isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_root_task_id_fkey"
+      columns: ["root_task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
       foreignKeyName: "task_handoffs_root_task_id_fkey"
       columns: ["root_task_id"]
 isOneToOne: false
@@ -408,6 +732,58 @@ isOneToOne: false
       columns: ["root_task_id"]
 isOneToOne: false
       referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_root_task_id_fkey"
+      columns: ["root_task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_to_agent_fkey"
+      columns: ["to_agent"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_to_agent_fkey"
+      columns: ["to_agent"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"task_queue": {
+                  Row: {
+                    "capability": string | null,"oldest_age": string | null,"oldest_created_at": string | null,"scheduled": number | null,"status": Database["public"]['Enums']["task_status"],"tasks": number | null,"waiting": number | null
+                  }
+                  ComputedFields: never
+                  Relationships: [
+                    
+                  ]
+                },"waiting_tasks": {
+                  Row: {
+                    "created_at": string,"dependency_mode": string,"depends_on": (string)[],"from_agent": string,"id": string,"on_dependency_failure": string,"open_dependencies": (string)[] | null,"run_at": string | null,"title": string,"to_agent": string | null,"waiting_on": number
+                  }
+                  ComputedFields: never
+                  Insert: {
+                           "created_at"?: string | null,"dependency_mode"?: string | null,"depends_on"?: (string)[] | null,"from_agent"?: string | null,"id"?: string | null,"on_dependency_failure"?: string | null,"open_dependencies"?: never,"run_at"?: string | null,"title"?: string | null,"to_agent"?: string | null,"waiting_on"?: number | null
+                         }
+                        Update: {
+                           "created_at"?: string | null,"dependency_mode"?: string | null,"depends_on"?: (string)[] | null,"from_agent"?: string | null,"id"?: string | null,"on_dependency_failure"?: string | null,"open_dependencies"?: never,"run_at"?: string | null,"title"?: string | null,"to_agent"?: string | null,"waiting_on"?: number | null
+                         }
+                        Relationships: [
+                    {
+      foreignKeyName: "task_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_handoffs_from_agent_fkey"
+      columns: ["from_agent"]
+isOneToOne: false
+      referencedRelation: "agents"
       referencedColumns: ["id"]
     },{
       foreignKeyName: "task_handoffs_to_agent_fkey"
@@ -436,6 +812,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -447,6 +825,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -454,15 +833,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -480,6 +864,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -491,6 +877,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -498,15 +885,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -543,6 +935,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -554,6 +948,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -561,15 +956,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -592,6 +992,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -603,6 +1005,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -610,15 +1013,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }[]
                           SetofOptions: {
         from: "*"
@@ -636,6 +1044,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -647,6 +1057,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -654,15 +1065,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -680,6 +1096,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -691,6 +1109,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -698,15 +1117,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -724,6 +1148,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -735,6 +1161,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -742,15 +1169,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -768,6 +1200,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -779,6 +1213,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -786,15 +1221,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -802,8 +1242,11 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"fan_out":
+{ Args: { "p_join"?: Json,"p_parent_task_id": string,"p_tasks": Json }; Returns: Json
+                           },
 "handoff_task":
-{ Args: { "p_allow_offline"?: boolean,"p_deadline"?: string,"p_description"?: string,"p_expected_outputs"?: Json,"p_idempotency_key"?: string,"p_input_artifacts"?: Json,"p_lease_seconds"?: number,"p_max_attempts"?: number,"p_parent_task_id"?: string,"p_payload"?: Json,"p_priority"?: Database["public"]['Enums']["task_priority"],"p_required_capabilities"?: (string)[],"p_title": string,"p_to_agent"?: string }; Returns: {
+{ Args: { "p_allow_offline"?: boolean,"p_deadline"?: string,"p_dependency_mode"?: string,"p_depends_on"?: (string)[],"p_description"?: string,"p_expected_outputs"?: Json,"p_idempotency_key"?: string,"p_input_artifacts"?: Json,"p_lease_seconds"?: number,"p_max_attempts"?: number,"p_on_dependency_failure"?: string,"p_parent_task_id"?: string,"p_payload"?: Json,"p_priority"?: Database["public"]['Enums']["task_priority"],"p_required_capabilities"?: (string)[],"p_run_at"?: string,"p_title": string,"p_to_agent"?: string }; Returns: {
               "attempts": number,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -812,6 +1255,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -823,6 +1268,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -830,15 +1276,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -864,6 +1315,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -875,6 +1328,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -882,15 +1336,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -913,6 +1372,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -924,6 +1385,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -931,15 +1393,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -957,6 +1424,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -968,6 +1437,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -975,15 +1445,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -1006,6 +1481,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -1017,6 +1494,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -1024,15 +1502,72 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "task_handoffs"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"retry_task":
+{ Args: { "p_task_id": string }; Returns: {
+              "attempts": number,
+"claim_lease": string | null,
+"claim_token": string | null,
+"claimed_at": string | null,
+"claimed_by": string | null,
+"completed_at": string | null,
+"created_at": string,
+"deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
+"depth": number,
+"description": string | null,
+"expected_outputs": NonNullable<Json>,
+"from_agent": string,
+"id": string,
+"idempotency_key": string | null,
+"input_artifacts": NonNullable<Json>,
+"lease_expires_at": string | null,
+"lease_seconds": number | null,
+"max_attempts": number,
+"not_before": string | null,
+"on_dependency_failure": string,
+"parent_task_id": string | null,
+"payload": NonNullable<Json>,
+"priority": Database["public"]['Enums']["task_priority"],
+"problems": Json | null,
+"progress_at": string | null,
+"progress_message": string | null,
+"progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
+"required_capabilities": (string)[],
+"result": Json | null,
+"retry_of": string | null,
+"root_task_id": string | null,
+"run_at": string | null,
+"started_at": string | null,
+"status": Database["public"]['Enums']["task_status"],
+"status_reason": string | null,
+"title": string,
+"to_agent": string | null,
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -1074,6 +1609,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -1085,6 +1622,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -1092,15 +1630,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }
                           SetofOptions: {
         from: "*"
@@ -1121,6 +1664,8 @@ isOneToOne: false
 "completed_at": string | null,
 "created_at": string,
 "deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "description": string | null,
 "expected_outputs": NonNullable<Json>,
@@ -1132,6 +1677,7 @@ isOneToOne: false
 "lease_seconds": number | null,
 "max_attempts": number,
 "not_before": string | null,
+"on_dependency_failure": string,
 "parent_task_id": string | null,
 "payload": NonNullable<Json>,
 "priority": Database["public"]['Enums']["task_priority"],
@@ -1139,15 +1685,20 @@ isOneToOne: false
 "progress_at": string | null,
 "progress_message": string | null,
 "progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
 "required_capabilities": (string)[],
 "result": Json | null,
+"retry_of": string | null,
 "root_task_id": string | null,
+"run_at": string | null,
 "started_at": string | null,
 "status": Database["public"]['Enums']["task_status"],
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
-"updated_at": string
+"updated_at": string,
+"waiting_on": number
             }[]
                           SetofOptions: {
         from: "*"
@@ -1160,6 +1711,8 @@ isOneToOne: false
               "attempts": number,
 "completed_at": string | null,
 "created_at": string,
+"dependency_mode": string,
+"depends_on": (string)[],
 "depth": number,
 "from_agent": string,
 "id": string,
@@ -1182,6 +1735,58 @@ isOneToOne: false
                           SetofOptions: {
         from: "*"
         to: "task_lineage"
+        isOneToOne: false
+        isSetofReturn: true
+      } },
+"task_dependencies":
+{ Args: { "p_task_id": string }; Returns: {
+              "attempts": number,
+"claim_lease": string | null,
+"claim_token": string | null,
+"claimed_at": string | null,
+"claimed_by": string | null,
+"completed_at": string | null,
+"created_at": string,
+"deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
+"depth": number,
+"description": string | null,
+"expected_outputs": NonNullable<Json>,
+"from_agent": string,
+"id": string,
+"idempotency_key": string | null,
+"input_artifacts": NonNullable<Json>,
+"lease_expires_at": string | null,
+"lease_seconds": number | null,
+"max_attempts": number,
+"not_before": string | null,
+"on_dependency_failure": string,
+"parent_task_id": string | null,
+"payload": NonNullable<Json>,
+"priority": Database["public"]['Enums']["task_priority"],
+"problems": Json | null,
+"progress_at": string | null,
+"progress_message": string | null,
+"progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
+"required_capabilities": (string)[],
+"result": Json | null,
+"retry_of": string | null,
+"root_task_id": string | null,
+"run_at": string | null,
+"started_at": string | null,
+"status": Database["public"]['Enums']["task_status"],
+"status_reason": string | null,
+"title": string,
+"to_agent": string | null,
+"updated_at": string,
+"waiting_on": number
+            }[]
+                          SetofOptions: {
+        from: "*"
+        to: "task_handoffs"
         isOneToOne: false
         isSetofReturn: true
       } },

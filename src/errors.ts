@@ -66,6 +66,8 @@ export class OutputSchemaError extends BatonError {
 export class QuotaError extends BatonError {}
 /** The task is backing off after a failure (not_before); the hint says when it may be claimed. */
 export class BackoffError extends BatonError {}
+/** A task waits for tasks it depends on, or would depend on one that already failed. */
+export class DependencyError extends BatonError {}
 /** A task id prefix matches more than one task. */
 export class AmbiguousIdError extends BatonError {}
 /** Baton could not reach the API or the database. */
@@ -89,6 +91,7 @@ export const batonErrorCodes = {
   BT012: MissingOutputsError,
   BT013: QuotaError,
   BT014: BackoffError,
+  BT015: DependencyError,
 } satisfies Record<string, ErrorClass>;
 
 /** Codes from Postgres and PostgREST that reach Baton's callers. */

@@ -117,6 +117,19 @@ export const Task = z.object({
   idempotency_key: z.string().nullable(),
   attempts: z.number().int(),
   max_attempts: z.number().int(),
+  /** Tasks this one waits for; it is not claimable while waiting_on > 0. */
+  depends_on: z.array(z.uuid()),
+  /** all or any (a text column the database checks). */
+  dependency_mode: z.string(),
+  /** cancel or run. */
+  on_dependency_failure: z.string(),
+  waiting_on: z.number().int(),
+  /** Not claimable before this time. */
+  run_at: timestamp.nullable(),
+  /** The failed task this one retries. */
+  retry_of: z.uuid().nullable(),
+  recurring_id: z.uuid().nullable(),
+  recurrence_slot: timestamp.nullable(),
 });
 export type Task = z.infer<typeof Task>;
 
@@ -168,8 +181,32 @@ export const HandoffInput = z.object({
   leaseSeconds: z.number().int().optional(),
   /** Queue for an offline addressee instead of refusing (BT011). Default true. */
   allowOffline: z.boolean().optional(),
+  /** Tasks this one waits for: not claimable until they complete; their results and artifacts are its inputs. */
+  dependsOn: z.array(taskId).max(100).optional(),
+  /** all (default): wait for every dependency; any: the first to complete releases it. */
+  dependencyMode: z.enum(['all', 'any']).optional(),
+  /** What a dependency that fails does: cancel this task (default), or let it run anyway. */
+  onDependencyFailure: z.enum(['cancel', 'run']).optional(),
+  /** Not claimable before this time. */
+  runAt: z.union([z.date(), z.iso.datetime({ offset: true })]).optional(),
 });
 export type HandoffInput = z.input<typeof HandoffInput>;
+
+/** The join of a fan-out: how the sub-tasks' results come together. */
+export const FanOutJoin = z.object({
+  /** first: the first success wins and the others are cancelled; all: every result; judge: an agent with `capability` picks. */
+  mode: z.enum(['first', 'all', 'judge']),
+  title: z.string().optional(),
+  /** Who runs the join: by default this agent (first, all), or any agent with `capability` (judge). */
+  to: agentId.optional(),
+  /** For judge: the capability of the agents that may judge (default "judge"). */
+  capability: z.string().optional(),
+  payload: JsonObject.optional(),
+  expectedOutputs: z.array(ExpectedOutput).optional(),
+  /** What a failed sub-task does to an all or judge join: cancel it (default), or let it run with what there is. */
+  onFailure: z.enum(['cancel', 'run']).optional(),
+});
+export type FanOutJoin = z.input<typeof FanOutJoin>;
 
 export const ClaimOptions = z.object({
   leaseSeconds: z.number().int().optional(),
@@ -222,6 +259,8 @@ export const LineageRow = z.object({
   })),
   result_status: z.string().nullable(),
   summary: z.string().nullable(),
+  depends_on: z.array(z.uuid()),
+  dependency_mode: z.string(),
 });
 export type LineageRow = z.infer<typeof LineageRow>;
 
@@ -258,8 +297,44 @@ export const SweepReport = z.object({
   requeued_expired: z.number().int(),
   dead_lettered: z.number().int(),
   deadline_cancelled: z.number().int(),
+  recurring_created: z.number().int(),
+  retention_deleted: z.number().int(),
 });
 export type SweepReport = z.infer<typeof SweepReport>;
+
+/** A recurring hand-off: the sweep hands off `template` as `from_agent` at every slot of `schedule`. */
+export const RecurringHandoff = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  schedule: z.string(),
+  from_agent: z.string(),
+  to_agent: z.string().nullable(),
+  required_capabilities: z.array(z.string()),
+  template: JsonObject,
+  enabled: z.boolean(),
+  next_run_at: timestamp,
+  last_run_at: timestamp.nullable(),
+  last_task_id: z.uuid().nullable(),
+  last_error: z.string().nullable(),
+  created_at: timestamp,
+});
+export type RecurringHandoff = z.infer<typeof RecurringHandoff>;
+
+/** A failed task, as the dead_letters view shows it. */
+export const DeadLetter = z.object({
+  id: z.uuid(),
+  title: z.string(),
+  from_agent: z.string(),
+  to_agent: z.string().nullable(),
+  required_capabilities: z.array(z.string()),
+  last_holder: z.string().nullable(),
+  reason: z.string().nullable(),
+  attempts: z.number().int(),
+  failed_at: timestamp.nullable(),
+  age: z.string().nullable(),
+  retried_as: z.uuid().nullable(),
+});
+export type DeadLetter = z.infer<typeof DeadLetter>;
 
 export const MessageInput = z.object({
   to: agentId.nullable().optional(),

@@ -16,7 +16,7 @@ import { finalStatuses, type AgentPresence, type Message, type Task, type TaskSt
 import { OutcomeBatcher } from './outcomes.js';
 import { agentTopics, PushListener } from './push.js';
 import {
-  RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
+  builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
 } from './executors.js';
 import { agentDefaults, checkSchedule, schedulePeriodSeconds } from './options.js';
 
@@ -339,7 +339,7 @@ export class BatonAgent {
     const log = this.log.child({ taskId: task.id, attempt: task.attempts });
     const started = Date.now();
     log.info({ title: task.title, from: task.from_agent }, 'claimed');
-    const chosen = selectExecutor(this.options.executors ?? {}, task);
+    const chosen = selectExecutor({ [JOIN_TASK_TYPE]: builtInJoin, ...this.options.executors }, task);
     if (!chosen) {
       // Not this agent's kind of work: rejected if addressed to it, else left for a capable peer.
       const reason = noExecutorReason(this.id, task, this.options.executors ?? {});
@@ -349,8 +349,9 @@ export class BatonAgent {
     }
     try {
       const parents = task.parent_task_id ? await this.client.ancestors(task.id) : [];
-      const inputs = task.parent_task_id || task.input_artifacts.length ? await this.client.inputs(task.id) : [];
-      const value = await runExecutor(chosen.executor, task, this.context(task, parents, inputs, signal, log), this.executorEnv());
+      const dependencies = task.depends_on.length ? await this.client.dependencies(task.id) : [];
+      const inputs = task.parent_task_id || task.input_artifacts.length || task.depends_on.length ? await this.client.inputs(task.id) : [];
+      const value = await runExecutor(chosen.executor, task, this.context(task, parents, dependencies, inputs, signal, log), this.executorEnv());
       if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
       const result = toResult(value);
       // A result.handoff becomes the follow-up task in the same transaction as the completion.
@@ -438,13 +439,14 @@ export class BatonAgent {
     if (this.suspectSince === since) this.suspectSince = undefined;
   }
 
-  private context(task: Task, parents: Task[], inputs: ResolvedArtifact[], signal: AbortSignal, log: Logger): ExecutorContext {
+  private context(task: Task, parents: Task[], dependencies: Task[], inputs: ResolvedArtifact[], signal: AbortSignal, log: Logger): ExecutorContext {
     const client = this.client;
     return {
       task,
       attempt: task.attempts,
       agentId: this.id,
       parents,
+      dependencies,
       inputs,
       input: (name) => inputs.filter((a) => a.name === name).at(-1),
       problems: task.problems ?? [],
@@ -465,6 +467,11 @@ export class BatonAgent {
       },
       ask: (question) => this.ask(task, question, signal, log),
       handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),
+      fanOut: async (inputs, join) => {
+        const made = await client.fanOut(task.id, inputs, join);
+        log.info({ tasks: made.tasks.length, join: made.join, mode: join?.mode ?? 'all' }, 'fanned out');
+        return made;
+      },
     };
   }
 

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { ArtifactContent, LinkedArtifact, ResolvedArtifact } from '../client/artifacts.js';
-import type { AgentPresence, Artifact, HandoffInput, Task, TaskResult } from '../schemas.js';
+import type { AgentPresence, Artifact, FanOutJoin, HandoffInput, Task, TaskResult } from '../schemas.js';
 
 /** Throw this (or exit 75 from a shell executor) for a failure worth retrying after a backoff. */
 export class RetryableError extends Error {
@@ -26,7 +26,9 @@ export interface ExecutorContext {
   agentId: string;
   /** The tasks this one was handed off within, nearest first, with their results. */
   parents: Task[];
-  /** Artifacts this task works from (its named inputs, then its parent chain's), hash-checked. */
+  /** The tasks this one depends on (depends_on, in that order), with their status and results. */
+  dependencies: Task[];
+  /** Artifacts this task works from (its named inputs, its parent chain's and its dependencies'), hash-checked. */
   inputs: ResolvedArtifact[];
   /** The newest input artifact with this name. */
   input(name: string): ResolvedArtifact | undefined;
@@ -45,6 +47,12 @@ export interface ExecutorContext {
   ask(question: string): Promise<string>;
   /** Hands off a sub-task linked to this one by parent_task_id. */
   handoff(input: HandoffInput): Promise<Task>;
+  /**
+   * Hands off several sub-tasks and the join that depends on them, in one call: `first` (the first
+   * success wins, the others are cancelled), `all` (every result) or `judge` (an agent with the judging
+   * capability gets every result). First and all joins come back to this agent.
+   */
+  fanOut(inputs: Array<Omit<HandoffInput, 'parentTaskId' | 'dependsOn'>>, join?: FanOutJoin): Promise<{ tasks: string[]; join: string }>;
 }
 
 export type Handler = (task: Task, ctx: ExecutorContext) => unknown;
@@ -59,6 +67,28 @@ export interface ShellExecutor {
 
 export type Executor = Handler | ShellExecutor;
 export type Executors = Record<string, Executor>;
+
+/** The task_type of the join task a fan-out makes for first and all joins. */
+export const JOIN_TASK_TYPE = 'baton.join';
+
+/**
+ * The built-in join, run for a fan-out's first or all join unless the agent has an executor for
+ * "baton.join": first returns the winner's result; all returns every sub-task's result, in order, and
+ * their summaries concatenated (partial when some did not complete and the join ran anyway).
+ */
+export const builtInJoin: Handler = (task, ctx) => {
+  const completed = ctx.dependencies.filter((d) => d.status === 'completed');
+  if (task.payload.join === 'first') {
+    const winner = completed[0];
+    if (!winner) throw new Error('none of the fanned-out tasks completed');
+    return { ...winner.result, status: winner.result?.status ?? 'success', summary: winner.result?.summary ?? `${winner.title} finished first`, winner: { task_id: winner.id, title: winner.title, producer: winner.claimed_by } };
+  }
+  return {
+    status: completed.length === ctx.dependencies.length ? 'success' : 'partial',
+    summary: ctx.dependencies.map((d) => `${d.title}: ${d.status === 'completed' ? (d.result?.summary ?? 'done') : `${d.status}${d.status_reason ? ` (${d.status_reason})` : ''}`}`).join('\n'),
+    results: ctx.dependencies.map((d) => ({ task_id: d.id, title: d.title, status: d.status, producer: d.claimed_by, result: d.result })),
+  };
+};
 
 export function selectExecutor(executors: Executors, task: Task): { name: string; executor: Executor } | undefined {
   const taskType = typeof task.payload.task_type === 'string' ? task.payload.task_type : undefined;

@@ -122,6 +122,10 @@ export function lineageTree(rows: LineageRow[]): string {
     const pad = lead + (root ? '' : last ? '   ' : '│  ');
     const kids = children.get(row.id) ?? [];
     const detail = pad + (kids.length ? '│  ' : '   ');
+    if (row.depends_on?.length) {
+      const named = row.depends_on.map((id) => { const dep = rows.find((r) => r.id === id); return dep ? `${dep.title} (${shortId(id)})` : shortId(id); });
+      lines.push(`${detail}${paint('dim', 'after')} ${named.join(', ')}${row.dependency_mode === 'any' ? ', the first to complete' : ''}`);
+    }
     for (const input of row.inputs) lines.push(`${detail}${paint('dim', 'in ')} ${input.name} ← ${shortId(input.task_id)}`);
     for (const output of row.outputs) {
       lines.push(`${detail}${paint('dim', 'out')} ${output.name} (${bytes(output.size_bytes)}, sha256 ${output.sha256?.slice(0, 12) ?? '?'}…)`);

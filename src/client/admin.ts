@@ -1,8 +1,9 @@
 /** The operator's client (service-role key): registers agents and issues or revokes their tokens. */
+import type { Json } from '../database.types.js';
 import type { BatonDb } from './connection.js';
 import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
-import { Agent, SweepReport } from '../schemas.js';
+import { Agent, DeadLetter, HandoffInput, RecurringHandoff, SweepReport, Task } from '../schemas.js';
 import { mintAgentToken, type SigningKey, type TokenSigner } from '../tokens.js';
 import { asJson, connect, unwrap, unwrapOne } from './connection.js';
 
@@ -16,6 +17,20 @@ export interface AdminClientOptions {
   signingKey?: SigningKey;
   /** The project's legacy JWT secret: signs agent tokens (HS256) when there is no signing key. */
   jwtSecret?: string;
+}
+
+/** A recurring hand-off: `template` is handed off as `from` at every slot of the cron `schedule` (UTC). */
+export interface NewSchedule {
+  name: string;
+  /** Five-field cron syntax in UTC, e.g. "0 6 * * *". */
+  schedule: string;
+  /** The agent each task is sent as. */
+  from: string;
+  /** The agent it is addressed to; leave out to offer it to whoever holds `capabilities`. */
+  to?: string;
+  capabilities?: string[];
+  template: Pick<HandoffInput, 'title' | 'description' | 'payload' | 'priority' | 'expectedOutputs' | 'maxAttempts' | 'leaseSeconds'>;
+  enabled?: boolean;
 }
 
 export interface NewAgent {
@@ -84,6 +99,41 @@ export class AdminClient {
   /** The same sweep every daemon runs, for system cron or pg_cron. */
   async sweep(): Promise<SweepReport> {
     return unwrap(this.db.rpc('sweep_tasks'), SweepReport);
+  }
+
+  /** Defines a recurring hand-off; the sweep makes its tasks, one per slot. */
+  async createSchedule(schedule: NewSchedule): Promise<RecurringHandoff> {
+    const t = schedule.template;
+    return unwrap(this.db.from('recurring_handoffs').insert({
+      name: schedule.name, schedule: schedule.schedule, from_agent: schedule.from, to_agent: schedule.to ?? null,
+      required_capabilities: schedule.capabilities ?? [], enabled: schedule.enabled ?? true,
+      // next_run_at is set from the schedule by the database.
+      next_run_at: new Date().toISOString(),
+      template: asJson({
+        title: t.title, description: t.description, payload: t.payload, priority: t.priority,
+        expected_outputs: t.expectedOutputs, max_attempts: t.maxAttempts, lease_seconds: t.leaseSeconds,
+      }) as Record<string, Json>,
+    }).select('*').single(), RecurringHandoff);
+  }
+
+  async listSchedules(): Promise<RecurringHandoff[]> {
+    return unwrap(this.db.from('recurring_handoffs').select('*').order('name'), z.array(RecurringHandoff));
+  }
+
+  /** Removes a recurring hand-off by name; the tasks it made stay. Returns whether there was one. */
+  async removeSchedule(name: string): Promise<boolean> {
+    const removed = await unwrap(this.db.from('recurring_handoffs').delete().eq('name', name).select('id'), z.array(z.object({ id: z.uuid() })));
+    return removed.length > 0;
+  }
+
+  /** Failed tasks, newest first: why, who held them last, and whether they were retried. */
+  async deadLetters({ limit = 100 }: { limit?: number } = {}): Promise<DeadLetter[]> {
+    return unwrap(this.db.from('dead_letters').select('*').order('failed_at', { ascending: false }).limit(limit), z.array(DeadLetter));
+  }
+
+  /** A new attempt at a failed task, sent as its original sender and linked by retry_of. */
+  async retry(taskId: string): Promise<Task> {
+    return unwrap(this.db.rpc('retry_task', { p_task_id: taskId }).single(), Task);
   }
 
   async listAgents(): Promise<Agent[]> {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
-  TaskId, TaskResult, TaskStatus,
+  FanOutJoin, TaskId, TaskResult, TaskStatus,
 } from '../schemas.js';
 import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
@@ -30,6 +30,9 @@ export interface TaskFilter {
 }
 
 const Tasks = z.array(Task);
+
+/** A time as the RPCs take it. */
+const isoTime = (value: Date | string | undefined): string | undefined => (value instanceof Date ? value.toISOString() : value);
 
 const artifactColumns = 'id, task_id, name, media_type, size_bytes, sha256, uri, producer, created_at';
 
@@ -67,7 +70,7 @@ export class BatonClient {
       p_priority: task.priority ?? 'medium',
       p_payload: asJson(task.payload ?? {}),
       p_required_capabilities: task.requiredCapabilities ?? [],
-      p_deadline: task.deadline instanceof Date ? task.deadline.toISOString() : (task.deadline ?? undefined),
+      p_deadline: isoTime(task.deadline),
       p_max_attempts: task.maxAttempts ?? 3,
       p_parent_task_id: task.parentTaskId ?? undefined,
       p_idempotency_key: task.idempotencyKey ?? undefined,
@@ -75,7 +78,49 @@ export class BatonClient {
       p_lease_seconds: task.leaseSeconds ?? undefined,
       p_expected_outputs: asJson(task.expectedOutputs ?? []),
       p_input_artifacts: asJson(task.inputArtifacts ?? []),
+      p_depends_on: task.dependsOn ?? [],
+      p_dependency_mode: task.dependencyMode ?? 'all',
+      p_on_dependency_failure: task.onDependencyFailure ?? 'cancel',
+      p_run_at: isoTime(task.runAt),
     }), Task);
+  }
+
+  /**
+   * From within a task this agent holds (or sent), hands off several sub-tasks and the join task that
+   * depends on them, in one transaction. The join: `first` (the first success releases it and the
+   * others are cancelled), `all` (it waits for every one) or `judge` (as all, handed to any agent with
+   * the judging capability). First and all joins come back to this agent, whose daemon runs them with
+   * a built-in executor unless it has one for task_type "baton.join".
+   */
+  async fanOut(parentTaskId: string, inputs: Array<Omit<HandoffInput, 'parentTaskId' | 'dependsOn'>>, join: FanOutJoin = { mode: 'all' }): Promise<{ tasks: string[]; join: string }> {
+    const tasks = inputs.map((input) => {
+      const t = parseInput(HandoffInput, input);
+      return {
+        title: t.title, to_agent: t.to ?? null, description: t.description ?? null, priority: t.priority ?? 'medium',
+        payload: t.payload ?? {}, required_capabilities: t.requiredCapabilities ?? [], deadline: isoTime(t.deadline) ?? null,
+        max_attempts: t.maxAttempts ?? 3, lease_seconds: t.leaseSeconds ?? null, expected_outputs: t.expectedOutputs ?? [],
+        input_artifacts: t.inputArtifacts ?? [],
+      };
+    });
+    const j = parseInput(FanOutJoin, join);
+    return unwrap(this.db.rpc('fan_out', {
+      p_parent_task_id: parseInput(TaskId, parentTaskId),
+      p_tasks: asJson(tasks),
+      p_join: asJson({
+        mode: j.mode, title: j.title, to_agent: j.to, capability: j.capability, payload: j.payload,
+        expected_outputs: j.expectedOutputs, on_failure: j.onFailure,
+      }),
+    }), z.object({ tasks: z.array(z.uuid()), join: z.uuid() }));
+  }
+
+  /** The tasks a task depends on, in the order it names them, with their results. */
+  async dependencies(taskId: string): Promise<Task[]> {
+    return unwrap(this.db.rpc('task_dependencies', { p_task_id: parseInput(TaskId, taskId) }), Tasks);
+  }
+
+  /** A new attempt at a failed task this agent sent: a new task with the same work, linked by retry_of. */
+  async retry(taskId: string): Promise<Task> {
+    return unwrap(this.db.rpc('retry_task', { p_task_id: parseInput(TaskId, taskId) }).single(), Task);
   }
 
   /**
@@ -88,9 +133,11 @@ export class BatonClient {
       return {
         title: t.title, to_agent: t.to ?? null, description: t.description ?? null, priority: t.priority ?? 'medium',
         payload: t.payload ?? {}, required_capabilities: t.requiredCapabilities ?? [],
-        deadline: t.deadline instanceof Date ? t.deadline.toISOString() : (t.deadline ?? null), max_attempts: t.maxAttempts ?? 3,
+        deadline: isoTime(t.deadline) ?? null, max_attempts: t.maxAttempts ?? 3,
         parent_task_id: t.parentTaskId ?? null, idempotency_key: t.idempotencyKey ?? null, allow_offline: t.allowOffline ?? true,
         lease_seconds: t.leaseSeconds ?? null, expected_outputs: t.expectedOutputs ?? [], input_artifacts: t.inputArtifacts ?? [],
+        depends_on: t.dependsOn ?? [], dependency_mode: t.dependencyMode ?? 'all', on_dependency_failure: t.onDependencyFailure ?? 'cancel',
+        run_at: isoTime(t.runAt) ?? null,
       };
     });
     return unwrap(this.db.rpc('handoff_tasks', { p_tasks: asJson(tasks) }), z.array(BatchHandoff));

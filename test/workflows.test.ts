@@ -1,0 +1,250 @@
+/**
+ * Work that waits on work, on the real stack: dependencies (a diamond, and a failure that cancels what
+ * waits), fan-out with first-success and judge joins, scheduled and recurring hand-offs, and dead
+ * letters retried. Retention has a stack of its own (it deletes finished work, which the shared stack's
+ * other files still read).
+ */
+import { describe, expect, it } from 'vitest';
+import { lineageTree } from '../src/cli/render.js';
+import { DependencyError, type ExecutorContext, type Task } from '../src/index.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { admin, database, newAgent, refusal, uniqueId } from './helpers.js';
+
+const db = database();
+const statusOf = async (t: { client: { getTask(id: string): Promise<Task> } }, id: string) => (await t.client.getTask(id)).status;
+
+describe('dependencies', () => {
+  it('run a diamond (A → B, C → D): D waits for both, then sees both results and outputs', async () => {
+    const lead = await newAgent('dia-lead');
+    const worker = await newAgent('dia-worker', { maxConcurrent: 5 });
+    const joiner = await newAgent('dia-joiner');
+
+    const a = await lead.client.handoff({ to: worker.id, title: 'A' });
+    const b = await lead.client.handoff({ to: worker.id, title: 'B', dependsOn: [a.id] });
+    const c = await lead.client.handoff({ to: worker.id, title: 'C', dependsOn: [a.id] });
+    const d = await lead.client.handoff({ to: joiner.id, title: 'D', dependsOn: [b.id, c.id], payload: { task_type: 'merge' } });
+    expect(b).toMatchObject({ waiting_on: 1, depends_on: [a.id] });
+    expect(d).toMatchObject({ waiting_on: 2, dependency_mode: 'all' });
+
+    // Nothing downstream is claimable yet, by id or by claim-next.
+    const early = await refusal(worker.client.claim(b.id), 'BT015');
+    expect(early).toBeInstanceOf(DependencyError);
+    expect(early.hint).toContain(a.id);
+    const [claimedA, ...more] = await worker.client.claimNext({ limit: 10, start: true });
+    expect([claimedA!.title, ...more]).toEqual(['A']);
+
+    const seen: { deps?: Task[]; b?: unknown; c?: unknown } = {};
+    await daemon(joiner, {
+      executors: {
+        merge: (_task: Task, ctx: ExecutorContext) => {
+          seen.deps = ctx.dependencies;
+          seen.b = ctx.input('b.json')?.json;
+          seen.c = ctx.input('c.json')?.json;
+          return { status: 'success', summary: 'merged' };
+        },
+      },
+    });
+
+    await worker.client.complete(a.id, claimedA!.claim_token!, { status: 'success', summary: 'a done' });
+    const [first, second] = await eventually(async () => {
+      const claimed = await worker.client.claimNext({ limit: 10, start: true });
+      return claimed.length === 2 ? claimed : undefined;
+    }, 10_000, 'B and C to become claimable');
+    expect([first!.title, second!.title].sort()).toEqual(['B', 'C']);
+    const held = (title: string) => [first!, second!].find((t) => t.title === title)!;
+
+    await worker.client.attachArtifact(b.id, 'b.json', { json: { from: 'B' } });
+    await worker.client.complete(b.id, held('B').claim_token!, { status: 'success', summary: 'b done', artifacts: [{ name: 'b.json' }] });
+    // One of two: D still waits.
+    const halfway = (await db.query('select status, waiting_on from task_handoffs where id = $1', [d.id])).rows[0];
+    expect(halfway).toEqual({ status: 'pending', waiting_on: 1 });
+
+    await worker.client.attachArtifact(c.id, 'c.json', { json: { from: 'C' } });
+    await worker.client.complete(c.id, held('C').claim_token!, { status: 'success', summary: 'c done', artifacts: [{ name: 'c.json' }] });
+
+    await eventually(async () => (await statusOf(lead, d.id)) === 'completed', 15_000, 'D to complete');
+    expect(seen.deps!.map((t) => [t.title, t.status, t.result?.summary])).toEqual([['B', 'completed', 'b done'], ['C', 'completed', 'c done']]);
+    expect(seen.b).toEqual({ from: 'B' });
+    expect(seen.c).toEqual({ from: 'C' });
+
+    // The chain of A shows the diamond: everything that waited on A, and what each waited for.
+    const chain = await lead.client.chain(a.id);
+    expect(chain.map((r) => r.title).sort()).toEqual(['A', 'B', 'C', 'D']);
+    expect(chain.find((r) => r.id === d.id)?.depends_on).toEqual([b.id, c.id]);
+    const tree = lineageTree(chain);
+    expect(tree).toMatch(new RegExp(`after.* B \\(${b.id.slice(0, 8)}\\), C \\(${c.id.slice(0, 8)}\\)`));
+    // From B, as its worker: what B led to (D) and what it worked from (A); its sibling C is another chain.
+    expect((await worker.client.chain(b.id)).map((r) => r.title).sort()).toEqual(['A', 'B', 'D']);
+  });
+
+  it('cancel what waits when a dependency fails, with the reason, through the whole graph', async () => {
+    const lead = await newAgent('fail-lead');
+    const worker = await newAgent('fail-worker', { maxConcurrent: 5 });
+    const b = await lead.client.handoff({ to: worker.id, title: 'B' });
+    const c = await lead.client.handoff({ to: worker.id, title: 'C' });
+    const d = await lead.client.handoff({ to: worker.id, title: 'D', dependsOn: [b.id, c.id] });
+    const e = await lead.client.handoff({ to: worker.id, title: 'E', dependsOn: [d.id] });
+    const anyway = await lead.client.handoff({ to: worker.id, title: 'runs anyway', dependsOn: [b.id], onDependencyFailure: 'run' });
+
+    const claimedB = await worker.client.claim(b.id, { start: true });
+    await worker.client.fail(b.id, claimedB.claim_token!, 'the upstream API is gone');
+
+    const dNow = await lead.client.getTask(d.id);
+    expect(dNow.status).toBe('cancelled');
+    expect(dNow.status_reason).toMatch(new RegExp(`task ${b.id} \\(B\\) it depends on was failed: the upstream API is gone`));
+    expect((await lead.client.getTask(e.id)).status_reason).toMatch(new RegExp(`task ${d.id} \\(D\\) it depends on was cancelled`));
+    expect(await lead.client.getTask(anyway.id)).toMatchObject({ status: 'pending', waiting_on: 0 });
+    expect(await statusOf(lead, c.id)).toBe('pending'); // the sibling is left alone
+
+    // Depending on a task that already failed is refused up front, unless told to run anyway.
+    await refusal(lead.client.handoff({ to: worker.id, title: 'too late', dependsOn: [b.id] }), 'BT015');
+    // A task nobody here can see is as good as none.
+    const stranger = await newAgent('fail-stranger');
+    await refusal(stranger.client.handoff({ to: worker.id, title: 'snoop', dependsOn: [c.id] }), 'BT002');
+    // And dependencies never change after the hand-off.
+    await expect(db.query('update task_handoffs set depends_on = $2 where id = $1', [c.id, [e.id]])).rejects.toThrow(/dependencies of task .* cannot change/);
+  });
+});
+
+describe('fan-out and fan-in', () => {
+  it('first success wins: the join runs with the winner and the other four are cancelled', async () => {
+    const capability = uniqueId('race');
+    const lead = await newAgent('first-lead');
+    const planner = await newAgent('first-planner');
+    const racer = await newAgent('first-racer', { capabilities: [capability], maxConcurrent: 5 });
+    let fanned: { tasks: string[]; join: string } | undefined;
+    await daemon(planner, {
+      executors: {
+        plan: async (_task: Task, ctx: ExecutorContext) => {
+          fanned = await ctx.fanOut(
+            [1, 2, 3, 4, 5].map((n) => ({ title: `approach ${n}`, requiredCapabilities: [capability], payload: { n } })),
+            { mode: 'first', title: 'take the first answer' });
+          return { status: 'success', summary: 'fanned out to 5' };
+        },
+      },
+    });
+    const parent = await lead.client.handoff({ to: planner.id, title: 'plan', payload: { task_type: 'plan' } });
+    await eventually(async () => fanned, 10_000, 'the fan-out');
+    const join = await planner.client.getTask(fanned!.join);
+    expect(join).toMatchObject({ parent_task_id: parent.id, dependency_mode: 'any', to_agent: planner.id, waiting_on: 5 });
+
+    const [winner, loser] = await racer.client.claimNext({ limit: 2, capabilities: [capability], start: true });
+    await racer.client.complete(winner!.id, winner!.claim_token!, { status: 'success', summary: `approach ${winner!.payload.n} works` });
+
+    await eventually(async () => (await statusOf(planner, fanned!.join)) === 'completed', 15_000, 'the join to complete');
+    // The planner sent them, so it sees them all.
+    const others = await Promise.all(fanned!.tasks.filter((id) => id !== winner!.id).map((id) => planner.client.getTask(id)));
+    expect(others.map((t) => t.status)).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
+    expect(others.every((t) => t.status_reason?.includes(`${winner!.id}`) && t.status_reason.includes('finished first'))).toBe(true);
+    expect(others.some((t) => t.id === loser!.id)).toBe(true); // even the one the racer held
+    const joined = await planner.client.getTask(fanned!.join);
+    expect(joined.result).toMatchObject({ status: 'success', summary: `approach ${winner!.payload.n} works`, winner: { task_id: winner!.id } });
+  });
+
+  it('judge: the join goes to an agent with the judging capability, with all five results', async () => {
+    const capability = uniqueId('idea');
+    const judging = uniqueId('judge');
+    const lead = await newAgent('judge-lead');
+    const thinker = await newAgent('judge-thinker', { capabilities: [capability], maxConcurrent: 5 });
+    const judge = await newAgent('judge-judge', { capabilities: [judging] });
+    const parent = await lead.client.handoff({ to: lead.id, title: 'choose a name' });
+    await lead.client.claim(parent.id, { start: true });
+    const fanned = await lead.client.fanOut(parent.id,
+      ['Baton', 'Relay', 'Courier', 'Handoff', 'Pass'].map((name) => ({ title: `propose ${name}`, requiredCapabilities: [capability], payload: { name } })),
+      { mode: 'judge', capability: judging, title: 'pick the best name' });
+
+    let seen: Task[] = [];
+    await daemon(judge, {
+      executors: {
+        judge: (_task: Task, ctx: ExecutorContext) => {
+          seen = ctx.dependencies;
+          const best = ctx.dependencies.find((d) => d.result?.summary === 'Baton')!;
+          return { status: 'success', summary: `the best is ${best.result!.summary}`, chosen: best.id };
+        },
+      },
+    });
+    const claimed = await thinker.client.claimNext({ limit: 5, capabilities: [capability], start: true });
+    expect(claimed).toHaveLength(5);
+    for (const t of claimed) await thinker.client.complete(t.id, t.claim_token!, { status: 'success', summary: String(t.payload.name) });
+
+    await eventually(async () => (await statusOf(lead, fanned.join)) === 'completed', 15_000, 'the judge to finish');
+    const verdict = await lead.client.getTask(fanned.join);
+    expect(verdict).toMatchObject({ claimed_by: judge.id, required_capabilities: [judging], result: { summary: 'the best is Baton' } });
+    expect(seen.map((d) => d.result?.summary).sort()).toEqual(['Baton', 'Courier', 'Handoff', 'Pass', 'Relay']);
+  });
+});
+
+describe('later and recurring', () => {
+  it('a task with run_at is not claimed before then', async () => {
+    const lead = await newAgent('later-lead');
+    const worker = await newAgent('later-worker');
+    const at = new Date(Date.now() + 2500);
+    const task = await lead.client.handoff({ to: worker.id, title: 'at the hour', runAt: at });
+    expect(task.not_before).not.toBeNull();
+    const early = await refusal(worker.client.claim(task.id), 'BT014');
+    expect(early.message).toMatch(/is scheduled for/);
+    expect(await worker.client.claimNext()).toEqual([]);
+    const claimed = await eventually(async () => (await worker.client.claimNext())[0], 10_000, 'the scheduled task');
+    expect(claimed.id).toBe(task.id);
+    expect(Date.now()).toBeGreaterThanOrEqual(at.getTime());
+  });
+
+  it('a recurring hand-off makes exactly one task per slot, with three daemons sweeping at once', async () => {
+    const sender = await newAgent('cron-sender');
+    const target = await newAgent('cron-target');
+    const name = uniqueId('nightly');
+    const schedule = await admin.createSchedule({
+      name, schedule: '*/5 * * * *', from: sender.id, to: target.id,
+      template: { title: 'the nightly report', payload: { report: 'nightly' }, priority: 'high' },
+    });
+    expect(new Date(schedule.next_run_at).getUTCMinutes() % 5).toBe(0);
+    expect(new Date(schedule.next_run_at).getTime()).toBeGreaterThan(Date.now());
+
+    // Make its slot due now, then let three daemons (and three direct callers) sweep at once.
+    const slot = (await db.query("update recurring_handoffs set next_run_at = date_trunc('minute', now()) where id = $1 returning next_run_at", [schedule.id])).rows[0].next_run_at as Date;
+    const sweepers = await Promise.all([1, 2, 3].map((n) => newAgent(`cron-sweeper${n}`)));
+    await Promise.all(sweepers.map((s) => daemon(s)));
+    await Promise.all(sweepers.flatMap((s) => [s.client.sweep(), s.client.sweep()]));
+
+    const made = await eventually(async () => {
+      const { rows } = await db.query('select id, recurrence_slot, from_agent, to_agent, title, priority, payload from task_handoffs where recurring_id = $1', [schedule.id]);
+      return rows.length ? rows : undefined;
+    }, 10_000, 'the recurring task');
+    await new Promise((r) => setTimeout(r, 2500)); // more sweeps, which must make nothing more
+    const { rows: all } = await db.query('select id from task_handoffs where recurring_id = $1', [schedule.id]);
+    expect(all).toHaveLength(1);
+    expect(made[0]).toMatchObject({ recurrence_slot: slot, from_agent: sender.id, to_agent: target.id, title: 'the nightly report', priority: 'high', payload: { report: 'nightly' } });
+    const after = (await admin.listSchedules()).find((s) => s.name === name)!;
+    expect(after).toMatchObject({ last_task_id: made[0].id, last_error: null });
+    expect(new Date(after.next_run_at).getTime()).toBeGreaterThan(Date.now());
+    // The sender sees its schedule; the target hears of the task as any hand-off.
+    expect((await target.client.listTasks({ box: 'mine' })).map((t) => t.title)).toContain('the nightly report');
+    await refusal(admin.createSchedule({ name: uniqueId('bad'), schedule: '61 * * * *', from: sender.id, template: { title: 'x' } }), 'BT005');
+    expect(await admin.removeSchedule(name)).toBe(true);
+  });
+});
+
+describe('dead letters', () => {
+  it('are retried as a new task linked to the old one, by the sender or the operator, one open retry at a time', async () => {
+    const lead = await newAgent('dead-lead');
+    const worker = await newAgent('dead-worker');
+    const task = await lead.client.handoff({ to: worker.id, title: 'flaky', payload: { url: 'https://example.test' }, maxAttempts: 1 });
+    const held = await worker.client.claim(task.id, { start: true });
+    await worker.client.fail(task.id, held.claim_token!, 'connection reset');
+
+    const letters = await admin.deadLetters({ limit: 500 });
+    expect(letters.find((l) => l.id === task.id)).toMatchObject({ from_agent: lead.id, last_holder: worker.id, reason: 'connection reset', retried_as: null });
+
+    await refusal(worker.client.retry(task.id), 'BT003'); // not the sender
+    const again = await lead.client.retry(task.id);
+    expect(again).toMatchObject({ retry_of: task.id, status: 'pending', from_agent: lead.id, to_agent: worker.id, title: 'flaky', payload: { url: 'https://example.test' } });
+    await refusal(lead.client.retry(task.id), 'BT010'); // one open retry at a time
+    await refusal(lead.client.retry(again.id), 'BT001'); // only failed tasks
+
+    const second = await worker.client.claim(again.id, { start: true });
+    await worker.client.fail(again.id, second.claim_token!, 'still down');
+    const byOperator = await admin.retry(again.id);
+    expect(byOperator).toMatchObject({ retry_of: again.id, from_agent: lead.id });
+    expect((await admin.deadLetters({ limit: 500 })).find((l) => l.id === task.id)?.retried_as).toBe(again.id);
+  });
+});
