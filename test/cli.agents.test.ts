@@ -189,6 +189,7 @@ describe('help', () => {
     'reject', 'complete', 'fail', 'cancel', 'release', 'reassign', 'message', 'inbox',
     'artifacts', 'artifact get', 'chain', 'sweep', 'agent run', 'agent tick', 'agent create', 'agent token', 'agent revoke', 'agent list', 'agent show',
     'stack start', 'stack stop', 'stack status', 'stack env', 'stack serve', 'keys generate', 'keys public', 'watch', 'health', 'mcp',
+    'retry', 'dead-letters', 'schedule add', 'schedule list', 'schedule remove',
   ];
   it('shows a real example for every command', async () => {
     const results = await Promise.all(commands.map((c) => baton([...c.split(' '), '--help'])));

@@ -30,8 +30,22 @@ describe('the schema', () => {
       `select c.relname, c.reloptions as options from pg_class c join pg_namespace n on n.oid = c.relnamespace
        where n.nspname = 'public' and c.relkind = 'v' order by 1`,
     );
-    expect(rows.map((r) => r.relname)).toEqual(['agent_presence', 'task_lineage']);
+    expect(rows.map((r) => r.relname)).toEqual(['agent_presence', 'dead_letters', 'stuck_claims', 'task_lineage', 'task_queue', 'waiting_tasks']);
     expect(rows.filter((r) => !r.options?.includes('security_invoker=true'))).toEqual([]);
+  });
+
+  it('explains every column of the inspection views in Studio', async () => {
+    const { rows } = await db.query<{ view: string; column: string }>(
+      `select c.relname as view, a.attname as column from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+       where n.nspname = 'public' and c.relname in ('task_queue', 'stuck_claims', 'dead_letters', 'waiting_tasks')
+         and col_description(c.oid, a.attnum) is null`,
+    );
+    expect(rows).toEqual([]);
+    const { rows: views } = await db.query<{ n: number }>(
+      `select count(*)::int as n from pg_class c where c.relname in ('task_queue', 'stuck_claims', 'dead_letters', 'waiting_tasks')
+         and obj_description(c.oid, 'pg_class') is not null`);
+    expect(views[0]!.n).toBe(4);
   });
 
   it('pins search_path on every security definer function', async () => {

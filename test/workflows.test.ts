@@ -8,7 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { lineageTree } from '../src/cli/render.js';
 import { DependencyError, type ExecutorContext, type Task } from '../src/index.js';
 import { daemon, eventually } from './daemon-helpers.js';
-import { admin, database, newAgent, refusal, uniqueId } from './helpers.js';
+import { baton, cliAs, parsed } from './cli.js';
+import { admin, database, newAgent, refusal, stack, uniqueId } from './helpers.js';
+import { operatorEnv } from './keys-mode.js';
 
 const db = database();
 const statusOf = async (t: { client: { getTask(id: string): Promise<Task> } }, id: string) => (await t.client.getTask(id)).status;
@@ -246,5 +248,50 @@ describe('dead letters', () => {
     const byOperator = await admin.retry(again.id);
     expect(byOperator).toMatchObject({ retry_of: again.id, from_agent: lead.id });
     expect((await admin.deadLetters({ limit: 500 })).find((l) => l.id === task.id)?.retried_as).toBe(again.id);
+  });
+});
+
+describe('the CLI', () => {
+  it('hands off after other tasks and at a time, lists dead letters, retries them and manages schedules', async () => {
+    const lead = await newAgent('cli-wf-lead');
+    const worker = await newAgent('cli-wf-worker');
+    const asLead = cliAs(lead.token, stack);
+    const operator = (...args: string[]) => baton(args, { SUPABASE_URL: stack.SUPABASE_URL, ...operatorEnv(stack) });
+
+    await worker.client.heartbeat(); // the CLI refuses an offline addressee unless told to queue
+    const first = parsed(await asLead('handoff', worker.id, 'first', '--json'));
+    const later = await asLead('handoff', worker.id, 'after first, in an hour', '--after', first.id.slice(0, 8), '--run-anyway', '--at', '+1h');
+    expect(later.code, later.stderr).toBe(0);
+    expect(later.stdout).toMatch(/waiting for 1 task\(s\)/);
+    const waiting = (await lead.client.listTasks({ box: 'sent' })).find((t) => t.title === 'after first, in an hour')!;
+    expect(waiting).toMatchObject({ depends_on: [first.id], on_dependency_failure: 'run', waiting_on: 1 });
+    expect(Date.parse(waiting.run_at!) - Date.now()).toBeGreaterThan(3500_000);
+    const badAt = await asLead('handoff', worker.id, 'x', '--at', 'tomorrowish');
+    expect(badAt.code).toBe(2);
+
+    const held = await worker.client.claim(first.id, { start: true });
+    await worker.client.fail(first.id, held.claim_token!, 'disk full');
+    const failed = await asLead('tasks', '--failed');
+    expect(failed.stdout).toContain('first');
+    const retried = await asLead('retry', first.id.slice(0, 8));
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toMatch(/^Retried as/);
+    const byReason = await operator('dead-letters', '--by', 'reason', '--limit', '10000');
+    expect(byReason.stdout).toMatch(/^\s+\d+\s+disk full$/m);
+    const noPrefix = await operator('retry', first.id.slice(0, 8));
+    expect(noPrefix.code).toBe(2);
+
+    const name = uniqueId('cli-sched');
+    const added = await operator('schedule', 'add', name, '--cron', '0 6 * * 1-5', '--from', lead.id, '--to', worker.id, '--title', 'weekday report');
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(/next at \d{4}-\d{2}-\d{2}T06:00:00/);
+    expect((await operator('schedule', 'list')).stdout).toMatch(new RegExp(`${name}\\s+0 6 \\* \\* 1-5`));
+    const bad = await operator('schedule', 'add', uniqueId('cli-bad'), '--cron', '0 25 * * *', '--from', lead.id, '--to', worker.id, '--title', 'never');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/outside 0 to 23/);
+    const nowhere = await operator('schedule', 'add', uniqueId('cli-nowhere'), '--cron', '0 6 * * *', '--from', lead.id, '--title', 'to nobody');
+    expect(nowhere.code).toBe(2);
+    expect((await operator('schedule', 'remove', name)).code).toBe(0);
+    expect((await operator('schedule', 'remove', name)).code).toBe(2);
   });
 });

@@ -14,6 +14,7 @@ import { registerStack } from './commands/stack.js';
 import { registerTasks } from './commands/tasks.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWork } from './commands/work.js';
+import { registerWorkflows } from './commands/workflows.js';
 import { exitCodes, toExitError } from './exit.js';
 import { paint, safeText } from './output.js';
 
@@ -63,6 +64,7 @@ Example:
   registerAgent(program);
   registerStack(program);
   registerKeys(program);
+  registerWorkflows(program);
   registerWatch(program);
   registerMcp(program, version);
   registerProtocol(program);

@@ -180,6 +180,11 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
     max_attempts: HandoffInput.shape.maxAttempts.describe('How often it may be tried before it is dead-lettered.'),
     lease_seconds: HandoffInput.shape.leaseSeconds.describe('How long a claim holds unless the holder stays alive.'),
     idempotency_key: HandoffInput.shape.idempotencyKey.describe('Repeat a hand-off safely: the same key returns the same task.'),
+    after: z.array(taskRef).max(100).optional()
+      .describe('Tasks it waits for: not claimable until they complete; their results and artifacts become its inputs.'),
+    after_any: z.boolean().optional().describe('With after: the first of them to complete releases it, and the others are cancelled.'),
+    run_anyway: z.boolean().optional().describe('With after: run even if one of them fails (by default it is cancelled with the reason).'),
+    run_at: z.iso.datetime({ offset: true }).optional().describe('Not claimable before this time (ISO 8601).'),
   };
   type HandoffArgs = z.infer<z.ZodObject<typeof handoffShape>>;
   const handoffInput = async (args: HandoffArgs): Promise<z.input<typeof HandoffInput>> => ({
@@ -194,6 +199,10 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
     maxAttempts: args.max_attempts,
     leaseSeconds: args.lease_seconds,
     idempotencyKey: args.idempotency_key,
+    dependsOn: args.after ? await Promise.all(args.after.map(resolve)) : undefined,
+    dependencyMode: args.after_any ? 'any' : undefined,
+    onDependencyFailure: args.run_anyway ? 'run' : undefined,
+    runAt: args.run_at,
   });
 
   tool('handoff', 'Hand a task to an agent',

@@ -23,6 +23,10 @@ interface TaskOptions {
   outputSchema?: Array<{ name: string; schema: JsonObject }>;
   input?: Array<{ task: string; name: string }>;
   lease?: number;
+  after?: string[];
+  afterAny?: boolean;
+  runAnyway?: boolean;
+  at?: string;
 }
 
 function withTaskOptions(command: Command): Command {
@@ -39,7 +43,11 @@ function withTaskOptions(command: Command): Command {
     .option('--expect-optional <name[=type]>', 'an optional output artifact (repeatable)', collectExpected(false))
     .option('--output-schema <name=@schema.json>', 'a JSON Schema the named output must satisfy (repeatable)', collectSchema)
     .option('--input <task:name>', 'an artifact of an earlier task to work from (repeatable)', collectInput)
-    .option('--lease <seconds>', 'how long a claim on it holds unless renewed', integer);
+    .option('--lease <seconds>', 'how long a claim on it holds unless renewed', integer)
+    .option('--after <task...>', 'wait until these tasks complete (ids or prefixes); their results and artifacts become its inputs')
+    .option('--after-any', 'with --after: the first of them to complete releases it, and the others are cancelled')
+    .option('--run-anyway', 'with --after: run even if one of them fails or is cancelled (default: cancel this one too)')
+    .option('--at <when>', 'not claimable before then: +10m, +2h, +1d or ISO', deadline);
 }
 
 function collectSchema(value: string, previous: Array<{ name: string; schema: JsonObject }> = []) {
@@ -73,8 +81,13 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
     expectedOutputs: expected,
     inputArtifacts: inputs,
     leaseSeconds: opts.lease,
+    dependsOn: opts.after ? await Promise.all(opts.after.map((ref) => client.resolveTaskId(ref))) : undefined,
+    dependencyMode: opts.afterAny ? 'any' : undefined,
+    onDependencyFailure: opts.runAnyway ? 'run' : undefined,
+    runAt: opts.at,
   });
-  emit(config, task, (t) => taskLine(to === null ? 'Broadcast' : 'Handed off', t));
+  const waits = task.waiting_on > 0 ? `, waiting for ${task.waiting_on} task(s)` : task.run_at ? `, not before ${task.run_at}` : '';
+  emit(config, task, (t) => `${taskLine(to === null ? 'Broadcast' : 'Handed off', t)}${waits}`);
 }
 
 /** Hands off every line of a JSON Lines file, 1000 to a request; refused lines are listed, exit 1. */
@@ -118,7 +131,8 @@ export function registerTasks(program: Command): void {
 Example:
   $ baton handoff coder "Write a slugify function" --priority high --payload '{"spec": "ASCII, dashes"}' --deadline +2h
   $ baton handoff coder "Compare the APIs" --input 3f2a1b:competitors.json --expect api-comparison.json --output-schema api-comparison.json=@schema.json
-  $ baton handoff --from-file tasks.jsonl`)
+  $ baton handoff --from-file tasks.jsonl
+  $ baton handoff auditor "Audit both" --after 3f2a1b 9c8d7e --at +1h`)
     .action((to: string | undefined, title: string | undefined, opts: TaskOptions & { fromFile?: string }, command: Command) => {
       if (opts.fromFile) {
         if (to || title) throw usageError('give either <to_agent> <title> or --from-file, not both', 'e.g. baton handoff --from-file tasks.jsonl');
@@ -141,17 +155,19 @@ Example:
     .option('--sent', 'tasks you sent')
     .option('--pending', 'tasks you could claim now')
     .option('--all', 'every task you can see')
+    .option('--failed', 'failed tasks (of those you sent, unless --mine or --all): your dead letters, to retry with baton retry')
     .addOption(new Option('-s, --status <status...>', 'only these statuses')
       .choices(['pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled']))
     .option('-n, --limit <n>', 'at most this many', wholeNumber(1, 1000), 50)
     .addHelpText('after', `
 Example:
   $ baton tasks --pending
-  $ baton tasks --sent --status completed failed --json`)
-    .action(async (opts: { mine?: boolean; sent?: boolean; pending?: boolean; all?: boolean; status?: TaskStatus[]; limit: number }, command: Command) => {
+  $ baton tasks --sent --status completed failed --json
+  $ baton tasks --failed`)
+    .action(async (opts: { mine?: boolean; sent?: boolean; pending?: boolean; all?: boolean; failed?: boolean; status?: TaskStatus[]; limit: number }, command: Command) => {
       const config = configOf(command);
-      const box = opts.all ? 'all' : opts.sent ? 'sent' : opts.pending ? 'pending' : 'mine';
-      const status = opts.status ?? (box === 'mine' ? [...openStatuses] : undefined);
+      const box = opts.all ? 'all' : opts.sent || (opts.failed && !opts.mine) ? 'sent' : opts.pending ? 'pending' : 'mine';
+      const status = opts.failed ? ['failed' as const] : opts.status ?? (box === 'mine' ? [...openStatuses] : undefined);
       const client = agentClient(config);
       const tasks = await withBeat(client, client.listTasks({ box, status, limit: opts.limit }));
       emit(config, tasks, taskTable);
