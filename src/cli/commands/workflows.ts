@@ -48,8 +48,7 @@ As an agent, the task is one you sent, named by id or prefix. As the operator (n
 SUPABASE_SECRET_KEY set), give the full id; the new task is still sent as the original sender.
 
 Example:
-  $ baton tasks --failed
-  $ baton retry 3f2a1b`)
+  $ baton retry 3f2a1b      # a task from: baton tasks --failed`)
     .action(async (ref: string, _opts, command: Command) => {
       const config = configOf(command);
       let task;
