@@ -86,7 +86,8 @@ describe('dependencies', () => {
     const c = await lead.client.handoff({ to: worker.id, title: 'C' });
     const d = await lead.client.handoff({ to: worker.id, title: 'D', dependsOn: [b.id, c.id] });
     const e = await lead.client.handoff({ to: worker.id, title: 'E', dependsOn: [d.id] });
-    const anyway = await lead.client.handoff({ to: worker.id, title: 'runs anyway', dependsOn: [b.id], onDependencyFailure: 'run' });
+    const anyway = await lead.client.handoff({ to: worker.id, title: 'runs anyway', dependsOn: [c.id, b.id, c.id], onDependencyFailure: 'run' });
+    expect(anyway.depends_on).toEqual([c.id, b.id]); // each once, in the order given
 
     const claimedB = await worker.client.claim(b.id, { start: true });
     await worker.client.fail(b.id, claimedB.claim_token!, 'the upstream API is gone');
@@ -95,7 +96,7 @@ describe('dependencies', () => {
     expect(dNow.status).toBe('cancelled');
     expect(dNow.status_reason).toMatch(new RegExp(`task ${b.id} \\(B\\) it depends on was failed: the upstream API is gone`));
     expect((await lead.client.getTask(e.id)).status_reason).toMatch(new RegExp(`task ${d.id} \\(D\\) it depends on was cancelled`));
-    expect(await lead.client.getTask(anyway.id)).toMatchObject({ status: 'pending', waiting_on: 0 });
+    expect(await lead.client.getTask(anyway.id)).toMatchObject({ status: 'pending', waiting_on: 1 }); // still waits for C
     expect(await statusOf(lead, c.id)).toBe('pending'); // the sibling is left alone
 
     // Depending on a task that already failed is refused up front, unless told to run anyway.
@@ -189,6 +190,19 @@ describe('later and recurring', () => {
     const claimed = await eventually(async () => (await worker.client.claimNext())[0], 10_000, 'the scheduled task');
     expect(claimed.id).toBe(task.id);
     expect(Date.now()).toBeGreaterThanOrEqual(at.getTime());
+  });
+
+  it('a listening daemon starts a scheduled task at its time, not at its next poll', async () => {
+    const lead = await newAgent('later-push-lead');
+    const worker = await newAgent('later-push-worker');
+    let startedAt = 0;
+    await daemon(worker, { poll: '0 0 * * *', executors: { '*': () => { startedAt = Date.now(); return { status: 'success' }; } } });
+    await new Promise((r) => setTimeout(r, 1000)); // push joins
+    const at = Date.now() + 2000;
+    const task = await lead.client.handoff({ to: worker.id, title: 'at its time', runAt: new Date(at) });
+    await eventually(async () => (await statusOf(lead, task.id)) === 'completed', 15_000, 'the scheduled task to run');
+    expect(startedAt).toBeGreaterThanOrEqual(at);
+    expect(startedAt - at).toBeLessThan(5000);
   });
 
   it('a recurring hand-off makes exactly one task per slot, with three daemons sweeping at once', async () => {

@@ -38,7 +38,8 @@ begin
     new.not_before := new.run_at;
     return new;
   end if;
-  new.depends_on := array(select distinct d from unnest(new.depends_on) d where d is not null);
+  -- Each once, in the order given (the order ctx.dependencies and task_dependencies keep).
+  new.depends_on := array(select u.d from unnest(new.depends_on) with ordinality u (d, n) where u.d is not null group by u.d order by min(u.n));
   if cardinality(new.depends_on) > 100 then
     raise exception 'a task may depend on at most 100 tasks, not %', cardinality(new.depends_on)
       using errcode = 'BT005', hint = 'Depend on a join task that gathers them instead.';
@@ -466,6 +467,70 @@ $$;
 
 -- A retried task's not_before after a failure is its backoff; a scheduled task that waits out its
 -- dependencies keeps its run_at (release_waiting), and a retry backs off as before.
+
+-- Push: a new task that waits for others is not announced as work until they release it, and one
+-- scheduled for later is announced with its time, so a listening daemon wakes for it then.
+create or replace function baton_private.announce_changes(now_rows jsonb, old_rows jsonb) returns void
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  changes jsonb;
+begin
+  with r as (
+    select n.id, n.status, n.to_agent, n.from_agent, n.claimed_by, n.required_capabilities, n.progress_at, n.not_before,
+           o.status as old_status, o.to_agent as old_to_agent, o.claimed_by as old_claimed_by, o.progress_at as old_progress_at
+    from jsonb_to_recordset(now_rows) as n (id uuid, status text, to_agent text, from_agent text, claimed_by text,
+                                              required_capabilities text[], progress_at timestamptz, not_before timestamptz)
+    left join jsonb_to_recordset(old_rows) as o (id uuid, status text, to_agent text, claimed_by text, progress_at timestamptz)
+      on o.id = n.id
+  ), work as (
+    select case when r.to_agent is not null then 'agent:' || r.to_agent
+                when cardinality(r.required_capabilities) = 0 then 'tasks:open'
+                else 'capability:' || r.required_capabilities[1] end as topic,
+           'work' as event, r.id, r.status, r.not_before
+    from r
+    where r.status = 'pending'
+      and (r.old_status is null or r.old_status <> 'pending' or r.to_agent is distinct from r.old_to_agent)
+      -- A task that waits for others is announced when they release it, not before.
+      and r.not_before is distinct from 'infinity'::timestamptz
+  ), news as (
+    select 'agent:' || w.who as topic, 'task' as event, r.id, r.status, null::timestamptz as not_before
+    from r
+    cross join lateral (select distinct x.who from unnest(array[r.from_agent, r.claimed_by, r.old_claimed_by]) as x (who)) w
+    where w.who is not null and r.old_status is not null
+      and (r.status <> r.old_status or r.progress_at is distinct from r.old_progress_at)
+  )
+  select jsonb_agg(jsonb_build_object('topic', m.topic, 'event', m.event, 'task_id', m.id,
+                                      'task', jsonb_strip_nulls(jsonb_build_object('id', m.id, 'status', m.status, 'not_before', m.not_before))))
+  into changes
+  from (select * from work union all select * from news) m;
+  if changes is not null then
+    perform baton_private.announce(changes);
+  end if;
+end
+$$;
+create or replace function baton_private.tg_task_handoffs__announce() returns trigger
+language plpgsql security definer set search_path = ''
+as $$
+begin
+  -- Only the columns that route a message leave the statement: never a payload.
+  if tg_op = 'INSERT' then
+    perform baton_private.announce_changes(
+      (select jsonb_agg(jsonb_build_object('id', c.id, 'status', c.status, 'to_agent', c.to_agent, 'from_agent', c.from_agent,
+                                          'claimed_by', c.claimed_by, 'required_capabilities', c.required_capabilities,
+                                          'not_before', c.not_before)) from changed c),
+      '[]');
+  else
+    perform baton_private.announce_changes(
+      (select jsonb_agg(jsonb_build_object('id', c.id, 'status', c.status, 'to_agent', c.to_agent, 'from_agent', c.from_agent,
+                                          'claimed_by', c.claimed_by, 'required_capabilities', c.required_capabilities,
+                                          'progress_at', c.progress_at, 'not_before', c.not_before)) from changed c),
+      (select jsonb_agg(jsonb_build_object('id', p.id, 'status', p.status, 'to_agent', p.to_agent,
+                                          'claimed_by', p.claimed_by, 'progress_at', p.progress_at)) from previous p));
+  end if;
+  return null;
+end
+$$;
 
 -- Fan-out and fan-in -------------------------------------------------------------------------------
 -- From within a task it holds (or sent), an agent hands off several sub-tasks and the join that
