@@ -51,8 +51,9 @@ it('deletes only finished chains past keep_finished that nothing open needs, in 
   const oldNote = await lead.client.send({ to: worker.id, body: { text: 'old news' } });
   const newNote = await lead.client.send({ to: worker.id, body: { text: 'fresh news' } });
 
-  const old = [p.id, q.id, r.id, u.id, x.id];
-  await pool.query("update task_handoffs set completed_at = now() - interval '2 hours' where id = any ($1)", [old]);
+  // The chains that must stay are the oldest, so they come first: they must not hold back P's.
+  await pool.query("update task_handoffs set completed_at = now() - interval '3 hours' where id = any ($1)", [[r.id, u.id, x.id]]);
+  await pool.query("update task_handoffs set completed_at = now() - interval '2 hours' where id = any ($1)", [[p.id, q.id]]);
   // A sent message never changes (a trigger says so); only a superuser with triggers off can age one.
   await pool.query(`begin; set local session_replication_role = replica;
     update agent_messages set created_at = now() - interval '2 hours' where id = '${oldNote.id}'; commit;`);

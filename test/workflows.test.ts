@@ -109,6 +109,24 @@ describe('dependencies', () => {
   });
 });
 
+describe('dependencies under concurrency', () => {
+  it('never leave a task waiting on a dependency that ended while it was being handed off', async () => {
+    const lead = await newAgent('race-lead');
+    const worker = await newAgent('race-worker', { maxConcurrent: 50 });
+    const rounds = await Promise.all(Array.from({ length: 30 }, async (_, i) => {
+      const b = await lead.client.handoff({ to: worker.id, title: `B${i}` });
+      const held = await worker.client.claim(b.id, { start: true });
+      const [d] = await Promise.all([
+        lead.client.handoff({ to: worker.id, title: `D${i}`, dependsOn: [b.id] }),
+        worker.client.complete(b.id, held.claim_token!, { status: 'success' }),
+      ]);
+      return d.id;
+    }));
+    const { rows } = await db.query('select title, waiting_on from task_handoffs where id = any ($1) and waiting_on > 0', [rounds]);
+    expect(rows).toEqual([]);
+  });
+});
+
 describe('fan-out and fan-in', () => {
   it('first success wins: the join runs with the winner and the other four are cancelled', async () => {
     const capability = uniqueId('race');

@@ -57,6 +57,9 @@ begin
       using errcode = 'BT002', hint = 'Depend on tasks you sent, hold or can claim: baton tasks --all lists them.';
   end if;
 
+  -- Lock them against a change of status until this task is stored: a dependency that ends meanwhile
+  -- either ends first (and is counted as ended here) or waits, and then finds this task to release.
+  perform from public.task_handoffs t where t.id = any (new.depends_on) order by t.id for share;
   select count(*) filter (where t.status = 'completed'),
          count(*) filter (where t.status in ('pending', 'claimed', 'in_progress', 'input_required'))
   into done, open_ones
@@ -841,38 +844,45 @@ declare
   keep interval := (baton_private.settings()).keep_finished;
   batch integer := (baton_private.settings()).retention_batch;
   cutoff timestamptz;
-  roots uuid[];
+  needed uuid[];
+  root uuid;
+  size integer;
+  deletable boolean;
+  roots uuid[] := '{}';
+  taken integer := 0;
   deleted integer := 0;
 begin
   if keep is null then
     return 0;
   end if;
   cutoff := now() - keep;
-  with protected as (
-    -- What open tasks still need: their dependencies, their inputs and what they retry.
+  -- What open tasks still need: their dependencies, their inputs and what they retry.
+  select coalesce(array_agg(distinct n.id), '{}') into needed from (
     select unnest(o.depends_on) as id from public.task_handoffs o
     where o.status in ('pending', 'claimed', 'in_progress', 'input_required') and o.depends_on <> '{}'
-    union
+    union all
     select (i ->> 'task_id')::uuid from public.task_handoffs o cross join jsonb_array_elements(o.input_artifacts) i
     where o.status in ('pending', 'claimed', 'in_progress', 'input_required') and o.input_artifacts <> '[]'
-    union
+    union all
     select o.retry_of from public.task_handoffs o
     where o.status in ('pending', 'claimed', 'in_progress', 'input_required') and o.retry_of is not null
-  ), candidates as (
-    select distinct old.root_task_id as root
-    from (select t.root_task_id from public.task_handoffs t
-          where t.completed_at < cutoff order by t.completed_at limit batch) old
-  ), sized as (
-    select c.root, count(*) as size, min(c.root::text) as k
-    from candidates c join public.task_handoffs x on x.root_task_id = c.root
-    group by c.root
-    having bool_and(x.status in ('completed', 'failed', 'rejected', 'cancelled') and x.completed_at < cutoff)
-       and not bool_or(x.id in (select p.id from protected p))
-  ), counted as (
-    select s.root, s.size, sum(s.size) over (order by s.k) as running from sized s
-  )
-  -- Whole chains only, up to the batch (at least one, however long).
-  select coalesce(array_agg(c.root), '{}') into roots from counted c where c.running - c.size < batch;
+  ) n;
+  -- The oldest finished roots first; a chain goes whole or not at all, and a chain that must stay does
+  -- not hold back the ones behind it (up to ten batches of roots are looked at per sweep).
+  for root in
+    select t.id from public.task_handoffs t
+    where t.completed_at < cutoff and t.id = t.root_task_id
+    order by t.completed_at limit batch * 10
+  loop
+    select count(*), bool_and(x.status in ('completed', 'failed', 'rejected', 'cancelled') and x.completed_at < cutoff)
+                     and not bool_or(x.id = any (needed))
+    into size, deletable
+    from public.task_handoffs x where x.root_task_id = root;
+    continue when not deletable or (taken > 0 and taken + size > batch);
+    roots := roots || root;
+    taken := taken + size;
+    exit when taken >= batch;
+  end loop;
   if cardinality(roots) > 0 then
     update public.recurring_handoffs set last_task_id = null
     where last_task_id in (select x.id from public.task_handoffs x where x.root_task_id = any (roots));
