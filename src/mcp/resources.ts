@@ -1,0 +1,117 @@
+/**
+ * The inbox, the open tasks, a task and an artifact as MCP resources, the loop prompt, and
+ * subscriptions: a subscribed resource is re-read when push says something happened (or on a slow
+ * poll), and the host is told only when what it shows changed.
+ */
+import crypto from 'node:crypto';
+import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SubscribeRequestSchema, UnsubscribeRequestSchema, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { loopPrompt } from './prompt.js';
+import { forModel, isTextual, type McpAgent } from './shared.js';
+
+export const INBOX_URI = 'baton://inbox';
+export const TASKS_URI = 'baton://tasks';
+
+export interface Subscriptions {
+  /** Re-reads every subscribed resource and tells the host of those that changed. */
+  check(): Promise<void>;
+  /** How many resources the host subscribed to. */
+  readonly size: number;
+}
+
+export function registerResources(server: McpServer, agent: McpAgent): Subscriptions {
+  const { client, log } = agent;
+  // --- Resources -------------------------------------------------------------------------------------
+
+  const json = (uri: string, value: unknown): ReadResourceResult => ({ contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] });
+  const readInbox = async () => {
+    const [waiting, messages] = await Promise.all([
+      client.listTasks({ box: 'mine', status: ['pending'], limit: 100 }),
+      client.messages({ unread: true, limit: 100 }),
+    ]);
+    return { waiting: waiting.map(forModel), unread: messages };
+  };
+  const readTasks = async () => {
+    const [mine, sent] = await Promise.all([
+      client.listTasks({ box: 'mine', status: ['pending', 'claimed', 'in_progress', 'input_required'], limit: 200 }),
+      client.listTasks({ box: 'sent', status: ['pending', 'claimed', 'in_progress', 'input_required'], limit: 200 }),
+    ]);
+    agent.remember(mine);
+    return { mine: mine.map(forModel), sent: sent.map(forModel) };
+  };
+
+  server.registerResource('inbox', INBOX_URI, {
+    title: 'Inbox', mimeType: 'application/json',
+    description: 'Tasks waiting for you and unread messages to you. Subscribe to hear when work or a message arrives.',
+  }, async (uri) => json(uri.href, await readInbox()));
+  server.registerResource('tasks', TASKS_URI, {
+    title: 'Open tasks', mimeType: 'application/json',
+    description: 'Your open tasks: addressed to you or held by you, and the ones you sent. Subscribe to hear when one changes.',
+  }, async (uri) => json(uri.href, await readTasks()));
+  server.registerResource('task', new ResourceTemplate('baton://task/{id}', { list: undefined }), {
+    title: 'A task', mimeType: 'application/json', description: 'One task with its history, thread and artifacts.',
+  }, async (uri, { id }) => json(uri.href, await agent.showTask(await agent.resolve(String(id)))));
+  server.registerResource('artifact', new ResourceTemplate('baton://artifact/{task}/{name}', { list: undefined }), {
+    title: 'An artifact', description: 'An artifact\'s content, by task and name.',
+  }, async (uri, { task, name }) => {
+    const artifact = await client.artifact(await agent.resolve(String(task)), decodeURIComponent(String(name)));
+    if (!artifact.content) return { contents: [{ uri: uri.href, mimeType: 'text/uri-list', text: artifact.uri ?? '' }] };
+    return isTextual(artifact.media_type, artifact.content)
+      ? { contents: [{ uri: uri.href, mimeType: artifact.media_type, text: artifact.text() }] }
+      : { contents: [{ uri: uri.href, mimeType: artifact.media_type, blob: artifact.content.toString('base64') }] };
+  });
+
+  server.registerPrompt('baton-loop', {
+    title: 'Work as a Baton agent',
+    description: 'Walks you through the protocol\'s loop: check the inbox, claim, work with progress, complete with artifacts, or ask, reject or fail with a reason.',
+    argsSchema: { focus: z.string().optional().describe('What to concentrate on, e.g. a capability or a task id.') },
+  }, ({ focus }) => ({ messages: [{ role: 'user', content: { type: 'text', text: loopPrompt(client.agentId, focus) } }] }));
+
+  // --- Subscriptions: re-read what is subscribed when work is pushed (or on a slow poll) -------------
+
+  const subscribed = new Map<string, string | undefined>(); // uri → digest of what it last read
+  const digest = (value: unknown) => crypto.createHash('sha256').update(JSON.stringify(value)).digest('hex');
+  const readFor = async (uri: string): Promise<unknown> => {
+    if (uri === INBOX_URI) return readInbox();
+    if (uri === TASKS_URI) return readTasks();
+    const id = uri.match(/^baton:\/\/task\/(.+)$/)?.[1];
+    if (id) return agent.showTask(await agent.resolve(id));
+    return undefined;
+  };
+  let checking: Promise<void> | undefined;
+  let again = false;
+  const check = (): Promise<void> => {
+    if (checking) {
+      again = true;
+      return checking;
+    }
+    checking = (async () => {
+      do {
+        again = false;
+        for (const [uri, before] of subscribed) {
+          try {
+            const now = digest(await readFor(uri));
+            if (subscribed.has(uri) && now !== before) {
+              subscribed.set(uri, now);
+              await server.server.sendResourceUpdated({ uri });
+            }
+          } catch (err) {
+            log.warn({ err, uri }, 'could not re-read a subscribed resource');
+          }
+        }
+      } while (again);
+    })().finally(() => { checking = undefined; });
+    return checking;
+  };
+  server.server.setRequestHandler(SubscribeRequestSchema, async ({ params }) => {
+    subscribed.set(params.uri, digest(await readFor(params.uri)));
+    return {};
+  });
+  server.server.setRequestHandler(UnsubscribeRequestSchema, async ({ params }) => {
+    subscribed.delete(params.uri);
+    return {};
+  });
+
+  return { check, get size() { return subscribed.size; } };
+}
