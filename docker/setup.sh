@@ -5,8 +5,11 @@
 set -eu
 : "${STACK_URL:=http://stack:54321}"
 : "${BATON_WORKERS:=4}"
+# Where the stack's volume and the tokens volume are mounted (other places for a test on a host).
+: "${STACK_DIR:=/stack}"
+: "${TOKENS_DIR:=/tokens}"
 
-eval "$(baton stack env --dir /stack --url "$STACK_URL" | sed 's/^/export /')"
+eval "$(baton stack env --dir "$STACK_DIR" --url "$STACK_URL" | sed 's/^/export /')"
 
 register() {
   file=$1; id=$2; shift 2
@@ -17,14 +20,14 @@ register() {
   fi
 }
 
-register /tokens/lead.env lead --display-name "the person asking"
-register /tokens/researcher.env researcher --capabilities research
-register /tokens/coder.env coder --capabilities code
-register /tokens/auditor.env auditor --capabilities audit
+register "$TOKENS_DIR/lead.env" lead --display-name "the person asking"
+register "$TOKENS_DIR/researcher.env" researcher --capabilities research
+register "$TOKENS_DIR/coder.env" coder --capabilities code
+register "$TOKENS_DIR/auditor.env" auditor --capabilities audit
 # The generic agents: a pool of identities; each container of the scaled `agent` service takes one.
-mkdir -p /tokens/workers
+mkdir -p "$TOKENS_DIR/workers"
 i=1
 while [ "$i" -le "$BATON_WORKERS" ]; do
-  register "/tokens/workers/worker-$i.env" "worker-$i" --capabilities work
+  register "$TOKENS_DIR/workers/worker-$i.env" "worker-$i" --capabilities work
   i=$((i + 1))
 done

@@ -4,7 +4,7 @@
 # it touches every 15 s; the lock of a container that is gone (killed, removed) goes stale after a
 # minute, and the next container takes it over. The same container, restarted, keeps its own.
 set -eu
-pool=/tokens/workers
+pool=${TOKENS_DIR:-/tokens}/workers
 me=${HOSTNAME:-$(cat /etc/hostname)}
 
 take() {
@@ -28,7 +28,8 @@ for env in "$pool"/worker-*.env; do
   if take "${env%.env}"; then
     id=$(basename "$env" .env)
     echo "this container ($me) acts as $id"
-    ( while sleep 15; do touch "${env%.env}.lock" 2>/dev/null || exit 0; done ) &
+    # $$ is this shell's pid, which the daemon keeps after exec: the loop ends with it.
+    ( while sleep 15 && kill -0 $$ 2>/dev/null; do touch "${env%.env}.lock" 2>/dev/null || exit 0; done ) </dev/null >/dev/null 2>&1 &
     BATON_ENV_FILE=$env exec baton "$@"
   fi
 done

@@ -14,6 +14,8 @@ import { makeStackDir } from './global-setup.js';
 import { uniqueId, type TestAgent } from './helpers.js';
 
 export interface OwnStack {
+  /** The stack's folder (its secrets and data). */
+  dir: string;
   env: StackEnv;
   admin: AdminClient;
   /** The stack's gateway, to stop and start again. */
@@ -26,6 +28,7 @@ export function ownStack(prefix: string): OwnStack {
   const dir = makeStackDir(`baton-${prefix}-`);
   let stack: Stack | undefined;
   const own = {
+    dir,
     env: undefined as unknown as StackEnv,
     admin: undefined as unknown as AdminClient,
     gateway: undefined as unknown as Stack['gateway'],
