@@ -67,7 +67,8 @@ describe('baton mcp', () => {
     const { tools } = await a.client.listTools();
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual(['answer', 'artifact_get', 'ask', 'broadcast', 'cancel', 'chain', 'claim', 'complete', 'discover', 'fail',
-      'handoff', 'inbox', 'list_tasks', 'message', 'progress', 'reassign', 'reject', 'release', 'show_task', 'start', 'status'].sort());
+      'fan_out', 'handoff', 'inbox', 'list_tasks', 'message', 'progress', 'reassign', 'reject', 'release', 'retry', 'show_task',
+      'start', 'status'].sort());
     for (const t of tools) {
       expect(t.description!.length, t.name).toBeGreaterThan(30);
       expect(t.inputSchema.type).toBe('object');
@@ -162,6 +163,31 @@ describe('baton mcp', () => {
     const waiting = JSON.parse((inbox.contents[0] as { text: string }).text).waiting as Array<{ title: string; parent_task_id: string }>;
     expect(waiting).toContainEqual(expect.objectContaining({ title: 'Merge it', parent_task_id: sent.task.id }));
     await a.client.unsubscribeResource({ uri: 'baton://inbox' });
+  });
+
+  it('fans out through a tool, hands the join back with every result, and retries a failed task', async () => {
+    const parent = await use(a, 'handoff', { to: a.agent.id, title: 'Survey two libraries' });
+    await use(a, 'claim', { task: parent.task.id });
+    const fanned = await use(a, 'fan_out', {
+      task: parent.task.id, join: 'all',
+      subtasks: [{ title: 'Read pg-boss', to: b.agent.id }, { title: 'Read graphile-worker', to: b.agent.id }],
+    });
+    expect(fanned.tasks).toHaveLength(2);
+    for (const id of fanned.tasks) {
+      await use(b, 'claim', { task: id });
+      await use(b, 'complete', { task: id, summary: `read ${id.slice(0, 4)}` });
+    }
+    const join = await use(a, 'claim', { task: fanned.join });
+    expect(join.tasks[0]).toMatchObject({ id: fanned.join, status: 'in_progress', depends_on: fanned.tasks });
+    const shown = await use(a, 'show_task', { task: fanned.join });
+    expect(shown.dependencies.map((d: { result: { summary: string } }) => d.result.summary))
+      .toEqual(fanned.tasks.map((id: string) => `read ${id.slice(0, 4)}`));
+
+    const flaky = await use(a, 'handoff', { to: b.agent.id, title: 'Flaky', max_attempts: 1 });
+    await use(b, 'claim', { task: flaky.task.id });
+    await use(b, 'fail', { task: flaky.task.id, error: 'timeout' });
+    const retried = await use(a, 'retry', { task: flaky.task.id });
+    expect(retried.task).toMatchObject({ retry_of: flaky.task.id, status: 'pending', title: 'Flaky' });
   });
 
   it('without push, notices new work by polling', async () => {

@@ -85,7 +85,9 @@ export class McpAgent {
       client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 }), client.artifacts(id),
     ]);
     this.remember([task]);
-    return { task: forModel(task), history, thread: [...thread].reverse(), artifacts };
+    // What it waited for, with their results: a join's executor works from them.
+    const dependencies = task.depends_on.length ? (await client.dependencies(id)).map(forModel) : [];
+    return { task: forModel(task), history, thread: [...thread].reverse(), artifacts, dependencies };
   }
 }
 

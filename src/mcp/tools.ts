@@ -138,7 +138,8 @@ export function registerTools(server: McpServer, agent: McpAgent): void {
     }, { readOnlyHint: true });
 
   tool('show_task', 'Show a task',
-    'Shows one task in full: its payload, expected outputs, result, history of status changes, its message thread and its artifacts.',
+    'Shows one task in full: its payload, expected outputs, result, history of status changes, its message thread, its artifacts, '
+    + 'and the tasks it waited for with their results.',
     { task: taskRef },
     async ({ task }) => {
       const shown = await agent.showTask(await agent.resolve(task));
@@ -275,6 +276,40 @@ export function registerTools(server: McpServer, agent: McpAgent): void {
     async ({ task, to, reason: why }) => {
       const done = await client.reassign(await agent.resolve(task), to, why);
       return ok(`Reassigned ${taskLine(done)} to ${to}`, { task: forModel(done) });
+    });
+
+  tool('retry', 'Retry a failed task you sent',
+    'Hands the work of a failed task you sent off again, as a new task linked to the old one (one open retry at a time). '
+    + 'list_tasks with box "sent" and status ["failed"] shows your failed tasks.',
+    { task: taskRef },
+    async ({ task }) => {
+      const again = await client.retry(await agent.resolve(task));
+      return ok(`Retried as ${taskLine(again)} (id ${again.id})`, { task: forModel(again) });
+    });
+
+  tool('fan_out', 'Split a task into parallel sub-tasks with a join',
+    'From a task you hold (or sent), hands off several sub-tasks at once and a join task that waits for them: '
+    + '"first" (the first success wins and the others are cancelled), "all" (every result), or "judge" (an agent with the '
+    + 'judging capability gets every result). First and all joins come back to you; the join\'s result gathers the sub-tasks\'.',
+    {
+      task: taskRef.describe('The task the sub-tasks are part of (one you hold or sent).'),
+      subtasks: z.array(z.object({
+        title: z.string().min(1),
+        to: z.string().optional().describe('The agent to do it; or leave out and give capabilities.'),
+        capabilities: z.array(z.string()).optional().describe('Any agent with these may take it.'),
+        description: z.string().optional(),
+        payload: JsonObject.optional(),
+        expected_outputs: z.array(ExpectedOutput).optional(),
+      })).min(1).max(100),
+      join: z.enum(['first', 'all', 'judge']).describe('How the results come together.'),
+      judge_capability: z.string().optional().describe('For judge: the capability of the agents that may judge (default "judge").'),
+      join_title: z.string().optional(),
+    },
+    async ({ task, subtasks, join, judge_capability, join_title }) => {
+      const made = await client.fanOut(await agent.resolve(task), subtasks.map((s) => ({
+        title: s.title, to: s.to, requiredCapabilities: s.capabilities, description: s.description, payload: s.payload, expectedOutputs: s.expected_outputs,
+      })), { mode: join, capability: judge_capability, title: join_title });
+      return ok(`Handed off ${made.tasks.length} sub-task(s); the ${join} join is ${shortId(made.join)} (id ${made.join}).`, made);
     });
 
   // --- Messages and artifacts ------------------------------------------------------------------------
