@@ -1466,6 +1466,9 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"report_and_claim":
+{ Args: { "p_capabilities"?: (string)[],"p_claim"?: number,"p_lease_seconds"?: number,"p_outcomes": Json }; Returns: Json
+                           },
 "report_outcomes":
 { Args: { "p_outcomes": Json }; Returns: {
               "code": string,"hint": string,"message": string,"status": Database["public"]['Enums']["task_status"],"task_id": string

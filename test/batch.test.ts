@@ -105,6 +105,33 @@ describe('batch RPCs', () => {
     expect(await sender.client.getTask(needsOutput.id)).toMatchObject({ status: 'in_progress' });
   });
 
+  it('report and claim in one request: the outcomes free the slots the claim fills, and neither sinks the other', async () => {
+    const sender = await newAgent('along');
+    const worker = await newAgent('along-worker', { maxConcurrent: 2 });
+    const first = await Promise.all([1, 2].map((n) => runningTask(sender, worker, `first ${n}`)));
+    const waiting = await Promise.all([1, 2, 3].map((n) => sender.client.handoff({ to: worker.id, title: `next ${n}` })));
+
+    // Both slots are held: the outcomes free them, so the claim in the same request gets two.
+    const answer = await worker.client.reportAndClaim([
+      { taskId: first[0]!.id, claimToken: first[0]!.claim_token!, result: { status: 'success', summary: 'one' } },
+      { taskId: first[1]!.id, claimToken: '00000000-0000-0000-0000-000000000000', result: { status: 'success' } },
+    ], { claim: 2 });
+    expect(answer.outcomes.map((o) => [o.task_id, o.status ?? o.code])).toEqual([[first[0]!.id, 'completed'], [first[1]!.id, 'BT007']]);
+    // One slot freed (the other outcome was refused), so one task was claimed, and started.
+    expect(answer.claimed).toHaveLength(1);
+    expect(answer.claimed[0]).toMatchObject({ id: waiting[0]!.id, status: 'in_progress', claimed_by: worker.id });
+    expect(answer.claimError).toBeNull();
+    expect((await worker.client.getTask(first[1]!.id)).status).toBe('in_progress'); // the refused one is untouched
+
+    // A claim that is refused leaves the outcomes done.
+    const refusedClaim = await worker.client.reportAndClaim([
+      { taskId: answer.claimed[0]!.id, claimToken: answer.claimed[0]!.claim_token!, result: { status: 'success' } },
+    ], { claim: 1, leaseSeconds: -5 });
+    expect(refusedClaim.outcomes[0]).toMatchObject({ status: 'completed' });
+    expect(refusedClaim.claimError?.code).toBe('BT005');
+    expect(refusedClaim.claimed).toEqual([]);
+  });
+
   it('from a JSON Lines file with the CLI, listing the refused lines', async () => {
     const sender = await newAgent('filer');
     const worker = await newAgent('worker');
@@ -134,7 +161,7 @@ describe('a work-conserving daemon', () => {
     const worker = await newAgent('worker', { capabilities: [capability] });
     const answers = await boss.client.handoffMany(Array.from({ length: 30 }, (_, i) => ({ title: `job ${i}`, requiredCapabilities: [capability] })));
     // It polls once an hour: only claiming again as slots free can drain 30 tasks with 3 slots.
-    await daemon(worker, {
+    const { lines } = await daemon(worker, {
       capabilities: [capability], maxConcurrent: 3, poll: '0 0 * * * *',
       executors: { '*': async () => { await new Promise((r) => setTimeout(r, 20)); return 'done'; } },
     });
@@ -142,5 +169,8 @@ describe('a work-conserving daemon', () => {
       const states = await Promise.all(answers.map((a) => boss.client.getTask(a.task_id!)));
       return states.every((t) => t.status === 'completed');
     }, 25_000, 'all 30 tasks to complete');
+    // Mostly in the same requests that reported the work before them.
+    const along = lines.filter((l) => l.msg === 'claimed along with a report').reduce((n, l) => n + Number(l.tasks), 0);
+    expect(along).toBeGreaterThan(10);
   });
 });

@@ -100,13 +100,39 @@ export class BatonAgent {
   private beats = 0;
   /** When a claim failed on the way back, if one did: its answer may have been lost. */
   private suspectSince: number | undefined;
+  /** A report that also claims is in flight. */
+  private claimingAlong = false;
   /** Spreads the safety-net claims of many agents started together. */
   private readonly jitter = Math.random();
 
   constructor(private readonly options: AgentOptions) {
     this.client = createBatonClient(options);
     this.id = this.client.agentId;
-    this.outcomes = new OutcomeBatcher(this.client);
+    // With room for more work when outcomes go out, the same request claims it.
+    this.outcomes = new OutcomeBatcher(this.client, {
+      want: (reporting) => {
+        if (this.claiming || this.claimingAlong || this.stopping || this.drained() || this.suspectSince !== undefined
+          || Object.keys(this.options.executors ?? {}).length === 0) return 0;
+        const free = Math.min(this.capacity - this.running.size + reporting, (this.tickLimit ?? Infinity) - this.launched);
+        if (free < 1) return 0;
+        this.claimingAlong = true;
+        return free;
+      },
+      claimed: (tasks, wanted) => {
+        this.claimingAlong = false;
+        this.lastClaimFull = tasks.length === wanted;
+        if (tasks.length) this.log.debug({ tasks: tasks.length, wanted }, 'claimed along with a report');
+        for (const task of tasks) {
+          if (!this.stopping) this.launch(task);
+          else void this.client.release(task.id, task.claim_token, 'released on shutdown').catch((err: unknown) => this.log.warn({ err, taskId: task.id }, 'could not release'));
+        }
+      },
+      lost: (err) => {
+        this.claimingAlong = false;
+        // Its claims may have been made without the answer arriving: the next claim round looks.
+        if (err instanceof ConnectionError) this.suspectSince ??= Date.now();
+      },
+    });
     this.log = (options.log ?? silentLogger).child({ agentId: this.id });
     this.poll = checkSchedule(options.poll ?? agentDefaults.poll, 'poll');
     this.heartbeat = checkSchedule(options.heartbeat ?? agentDefaults.heartbeat, 'heartbeat');
@@ -426,7 +452,8 @@ export class BatonAgent {
    * but is not running (claims are made one round at a time, so none is in flight then).
    */
   private async reconcile(): Promise<void> {
-    if (this.suspectSince === undefined) return;
+    // Not while a report that claims is on its way: what it claimed is not launched yet.
+    if (this.suspectSince === undefined || this.claimingAlong) return;
     const since = this.suspectSince;
     const held = await this.client.listTasks({ box: 'mine', status: ['claimed', 'in_progress'], limit: 1000 });
     for (const task of held) {

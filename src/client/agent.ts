@@ -3,7 +3,7 @@ import type { Database, Json } from '../database.types.js';
 import type { BatonDb } from './connection.js';
 import { decodeJwt } from 'jose';
 import { z } from 'zod';
-import { AmbiguousIdError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
+import { AmbiguousIdError, NotFoundError, toBatonError, UnauthorizedError, ValidationError, type BatonError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
   FanOutJoin, TaskId, TaskResult, TaskStatus,
@@ -30,6 +30,11 @@ export interface TaskFilter {
 }
 
 const Tasks = z.array(Task);
+
+/** Outcomes as report_outcomes takes them. */
+const outcomesJson = (outcomes: Outcome[]) => asJson(outcomes.map((o) => ('error' in o
+  ? { task_id: o.taskId, claim_token: o.claimToken, error: o.error, retry: o.retry ?? false, problems: o.problems ?? null }
+  : { task_id: o.taskId, claim_token: o.claimToken, result: o.result ?? { status: 'success' } })));
 
 /** A time as the RPCs take it. */
 const isoTime = (value: Date | string | undefined): string | undefined => (value instanceof Date ? value.toISOString() : value);
@@ -150,11 +155,22 @@ export class BatonClient {
    */
   async reportOutcomes(outcomes: Outcome[]): Promise<BatchOutcome[]> {
     if (outcomes.length === 0) return [];
-    return unwrap(this.db.rpc('report_outcomes', {
-      p_outcomes: asJson(outcomes.map((o) => ('error' in o
-        ? { task_id: o.taskId, claim_token: o.claimToken, error: o.error, retry: o.retry ?? false, problems: o.problems ?? null }
-        : { task_id: o.taskId, claim_token: o.claimToken, result: o.result ?? { status: 'success' } }))),
-    }), z.array(BatchOutcome));
+    return unwrap(this.db.rpc('report_outcomes', { p_outcomes: outcomesJson(outcomes) }), z.array(BatchOutcome));
+  }
+
+  /**
+   * Reports outcomes as `reportOutcomes` does, then claims (and starts) up to `claim` tasks, in one
+   * request: what a daemon with free slots sends when work finishes. A refused claim comes back as
+   * `claimError` and never affects the outcomes.
+   */
+  async reportAndClaim(outcomes: Outcome[], { claim, capabilities, leaseSeconds }: { claim: number; capabilities?: string[]; leaseSeconds?: number }): Promise<{ outcomes: BatchOutcome[]; claimed: Task[]; claimError: BatonError | null }> {
+    const answer = await unwrap(this.db.rpc('report_and_claim', {
+      p_outcomes: outcomesJson(outcomes), p_claim: claim, p_capabilities: capabilities, p_lease_seconds: leaseSeconds,
+    }), z.object({
+      outcomes: z.array(BatchOutcome), claimed: Tasks,
+      claim_error: z.object({ code: z.string(), message: z.string(), hint: z.string().nullable() }).nullable(),
+    }));
+    return { outcomes: answer.outcomes, claimed: answer.claimed, claimError: answer.claim_error ? toBatonError(answer.claim_error) : null };
   }
 
   /** Offers a task to every agent holding all of `requiredCapabilities`. */
