@@ -162,6 +162,35 @@ describe('fan-out and fan-in', () => {
     expect(joined.result).toMatchObject({ status: 'success', summary: `approach ${winner!.payload.n} works`, winner: { task_id: winner!.id } });
   });
 
+  it('all: the built-in join gathers every result in order, and says partial when one ran anyway without it', async () => {
+    const capability = uniqueId('part');
+    const lead = await newAgent('all-lead');
+    const planner = await newAgent('all-planner');
+    const helper = await newAgent('all-helper', { capabilities: [capability], maxConcurrent: 5 });
+    let fanned: { tasks: string[]; join: string } | undefined;
+    await daemon(planner, {
+      executors: {
+        plan: async (_task: Task, ctx: ExecutorContext) => {
+          fanned = await ctx.fanOut(['intro', 'body', 'end'].map((part) => ({ title: `write the ${part}`, requiredCapabilities: [capability], payload: { part } })),
+            { mode: 'all', onFailure: 'run' });
+          return { status: 'success', summary: 'split in three' };
+        },
+      },
+    });
+    await lead.client.handoff({ to: planner.id, title: 'write a post', payload: { task_type: 'plan' } });
+    await eventually(async () => fanned, 10_000, 'the fan-out');
+    const parts = await helper.client.claimNext({ limit: 3, capabilities: [capability], start: true });
+    for (const part of parts) {
+      if (part.payload.part === 'body') await helper.client.fail(part.id, part.claim_token!, 'writer\'s block');
+      else await helper.client.complete(part.id, part.claim_token!, { status: 'success', summary: `${part.payload.part} written` });
+    }
+    await eventually(async () => (await statusOf(planner, fanned!.join)) === 'completed', 15_000, 'the join');
+    const { result } = await planner.client.getTask(fanned!.join);
+    expect(result).toMatchObject({ status: 'partial' });
+    expect((result as unknown as { results: Array<{ task_id: string; status: string }> }).results.map((r) => r.status)).toEqual(['completed', 'failed', 'completed']);
+    expect(result!.summary).toBe("write the intro: intro written\nwrite the body: failed (writer's block)\nwrite the end: end written");
+  });
+
   it('judge: the join goes to an agent with the judging capability, with all five results', async () => {
     const capability = uniqueId('idea');
     const judging = uniqueId('judge');
