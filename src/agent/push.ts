@@ -30,6 +30,7 @@ export class PushListener {
   private readonly channels: RealtimeChannel[] = [];
   private readonly joined = new Set<string>();
   private wasUp = false;
+  private stopping = false;
 
   constructor(
     private readonly client: BatonClient,
@@ -49,6 +50,8 @@ export class PushListener {
         .on('broadcast', { event: 'work' }, ({ payload }) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []))
         .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []));
       channel.subscribe((status, err) => {
+        // Leaving on purpose is no outage to report.
+        if (this.stopping) return;
         if (status === 'SUBSCRIBED') this.joined.add(topic);
         else this.joined.delete(topic);
         if (this.up && !this.wasUp) {
@@ -67,6 +70,7 @@ export class PushListener {
 
   /** Leaves every channel and closes the connection, so nothing keeps the process alive. */
   async stop(): Promise<void> {
+    this.stopping = true;
     await Promise.all(this.channels.splice(0).map((c) => this.client.db.removeChannel(c)));
     this.joined.clear();
     this.client.db.realtime.disconnect();
