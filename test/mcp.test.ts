@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ResourceUpdatedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliPath } from './cli.js';
+import { eventually } from './daemon-helpers.js';
 import { newAgent, stack, type TestAgent } from './helpers.js';
 import { agentKeyEnv } from './keys-mode.js';
 
@@ -36,16 +37,6 @@ async function use<T = any>(s: Session, name: string, args: Record<string, unkno
   expect(result.isError, `${name}: ${JSON.stringify(result.content)}`).toBeFalsy();
   expect(result.content[0]).toMatchObject({ type: 'text' });
   return result.structuredContent as T;
-}
-
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('baton mcp', () => {
@@ -158,7 +149,7 @@ describe('baton mcp', () => {
     const sent = await use(a, 'handoff', { to: b.agent.id, title: 'Review and hand back' });
     await use(b, 'claim', { task: sent.task.id });
     await use(b, 'complete', { task: sent.task.id, summary: 'reviewed', follow_up: { to: a.agent.id, title: 'Merge it', reason: 'review passed' } });
-    await until('an inbox update', () => (a.updates.slice(before).includes('baton://inbox') ? true : undefined));
+    await eventually(async () => a.updates.slice(before).includes('baton://inbox'), 15_000, 'an inbox update');
     const inbox = await a.client.readResource({ uri: 'baton://inbox' });
     const waiting = JSON.parse((inbox.contents[0] as { text: string }).text).waiting as Array<{ title: string; parent_task_id: string }>;
     expect(waiting).toContainEqual(expect.objectContaining({ title: 'Merge it', parent_task_id: sent.task.id }));
@@ -195,7 +186,7 @@ describe('baton mcp', () => {
     try {
       await polled.client.subscribeResource({ uri: 'baton://inbox' });
       await use(a, 'handoff', { to: polled.agent.id, title: 'Found by polling' });
-      await until('an inbox update', () => (polled.updates.includes('baton://inbox') ? true : undefined));
+      await eventually(async () => polled.updates.includes('baton://inbox'), 15_000, 'an inbox update');
     } finally {
       await polled.client.close();
     }

@@ -524,7 +524,8 @@ export class BatonClient {
 }
 
 /** Stands for "no claim" where a claim token is required: it never matches a real one. */
-const noClaim = '00000000-0000-0000-0000-000000000000';
+/** A claim token no task holds: the database refuses it as not the current claim (BT007). */
+export const noClaim = '00000000-0000-0000-0000-000000000000';
 
 /** An interval literal Postgres reads, from seconds. */
 function seconds(value: number): string {

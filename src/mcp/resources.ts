@@ -8,6 +8,7 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { SubscribeRequestSchema, UnsubscribeRequestSchema, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { loopPrompt } from './prompt.js';
+import { openStatuses } from '../schemas.js';
 import { forModel, isTextual, type McpAgent } from './shared.js';
 
 export const INBOX_URI = 'baton://inbox';
@@ -34,8 +35,8 @@ export function registerResources(server: McpServer, agent: McpAgent): Subscript
   };
   const readTasks = async () => {
     const [mine, sent] = await Promise.all([
-      client.listTasks({ box: 'mine', status: ['pending', 'claimed', 'in_progress', 'input_required'], limit: 200 }),
-      client.listTasks({ box: 'sent', status: ['pending', 'claimed', 'in_progress', 'input_required'], limit: 200 }),
+      client.listTasks({ box: 'mine', status: [...openStatuses], limit: 200 }),
+      client.listTasks({ box: 'sent', status: [...openStatuses], limit: 200 }),
     ]);
     agent.remember(mine);
     return { mine: mine.map(forModel), sent: sent.map(forModel) };

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { BatonClient } from '../client/agent.js';
+import { noClaim, type BatonClient } from '../client/agent.js';
 import { BatonError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Task } from '../schemas.js';
@@ -75,7 +75,7 @@ export class McpAgent {
     const task = await this.client.getTask(id);
     this.remember([task]);
     // Not held: the database refuses with the reason (BT0xx), which is what the model should see.
-    return task.claim_token ?? '00000000-0000-0000-0000-000000000000';
+    return task.claim_token ?? noClaim;
   }
 
   /** A task with its history, thread and artifacts, as show_task and baton://task/{id} give it. */

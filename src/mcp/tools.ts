@@ -2,7 +2,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ExpectedOutput, HandoffInput, JsonObject, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
+import { ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
 import { lineageTree, messageText, shortId } from '../cli/render.js';
 import { ArtifactGiven, forModel, isTextual, ok, readGiven, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
 
@@ -33,8 +33,8 @@ export function registerTools(server: McpServer, agent: McpAgent): void {
     async ({ message }) => {
       const me = await client.heartbeat(message);
       const [mine, sent, unread] = await Promise.all([
-        client.listTasks({ box: 'mine', status: ['pending', 'claimed', 'in_progress', 'input_required'], limit: 500 }),
-        client.listTasks({ box: 'sent', status: ['pending', 'claimed', 'in_progress', 'input_required'], limit: 500 }),
+        client.listTasks({ box: 'mine', status: [...openStatuses], limit: 500 }),
+        client.listTasks({ box: 'sent', status: [...openStatuses], limit: 500 }),
         client.messages({ unread: true, limit: 500 }),
       ]);
       agent.remember(mine);
@@ -178,7 +178,7 @@ export function registerTools(server: McpServer, agent: McpAgent): void {
   const withClaim = (verb: string, act: (id: string, token: string) => Promise<Task>) => async ({ task }: { task: string }) => {
     const id = await agent.resolve(task);
     const done = await act(id, await agent.claimTokenOf(id));
-    if (['completed', 'failed', 'pending', 'cancelled', 'rejected'].includes(done.status)) agent.forget(id);
+    if (done.status === 'pending' || finalStatuses.includes(done.status)) agent.forget(id);
     return ok(`${verb} ${taskLine(done)}`, { task: forModel(done) });
   };
 

@@ -301,6 +301,32 @@ comment on function public.handoff_task is 'Hands off a task as the calling agen
 revoke all on function public.handoff_task from public, anon;
 grant execute on function public.handoff_task to authenticated;
 
+-- One hand-off given as JSON (as the batch and the fan-out take them), made by handoff_task, the rule.
+create function baton_private.handoff_item(item jsonb) returns public.task_handoffs
+language sql set search_path = ''
+as $$
+  select public.handoff_task(
+    p_title => item ->> 'title',
+    p_to_agent => item ->> 'to_agent',
+    p_description => item ->> 'description',
+    p_priority => coalesce(item ->> 'priority', 'medium')::public.task_priority,
+    p_payload => coalesce(item -> 'payload', '{}'),
+    p_required_capabilities => coalesce(array(select jsonb_array_elements_text(item -> 'required_capabilities')), '{}'),
+    p_deadline => (item ->> 'deadline')::timestamptz,
+    p_max_attempts => coalesce((item ->> 'max_attempts')::integer, 3),
+    p_parent_task_id => (item ->> 'parent_task_id')::uuid,
+    p_idempotency_key => item ->> 'idempotency_key',
+    p_allow_offline => coalesce((item ->> 'allow_offline')::boolean, true),
+    p_lease_seconds => (item ->> 'lease_seconds')::integer,
+    p_expected_outputs => coalesce(item -> 'expected_outputs', '[]'),
+    p_input_artifacts => coalesce(item -> 'input_artifacts', '[]'),
+    p_depends_on => coalesce(array(select jsonb_array_elements_text(item -> 'depends_on'))::uuid[], '{}'),
+    p_dependency_mode => coalesce(item ->> 'dependency_mode', 'all'),
+    p_on_dependency_failure => coalesce(item ->> 'on_dependency_failure', 'cancel'),
+    p_run_at => (item ->> 'run_at')::timestamptz)
+$$;
+revoke all on function baton_private.handoff_item(jsonb) from public, anon, authenticated;
+
 -- The batch: dependencies and run_at go through handoff_task, one by one; the plain fast path never
 -- sees them.
 create or replace function public.handoff_tasks(p_tasks jsonb)
@@ -373,25 +399,7 @@ begin
                greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1));
     else
       begin
-        made := public.handoff_task(
-          p_title => item ->> 'title',
-          p_to_agent => item ->> 'to_agent',
-          p_description => item ->> 'description',
-          p_priority => coalesce(item ->> 'priority', 'medium')::public.task_priority,
-          p_payload => coalesce(item -> 'payload', '{}'),
-          p_required_capabilities => coalesce(array(select jsonb_array_elements_text(item -> 'required_capabilities')), '{}'),
-          p_deadline => (item ->> 'deadline')::timestamptz,
-          p_max_attempts => coalesce((item ->> 'max_attempts')::integer, 3),
-          p_parent_task_id => (item ->> 'parent_task_id')::uuid,
-          p_idempotency_key => item ->> 'idempotency_key',
-          p_allow_offline => coalesce((item ->> 'allow_offline')::boolean, true),
-          p_lease_seconds => (item ->> 'lease_seconds')::integer,
-          p_expected_outputs => coalesce(item -> 'expected_outputs', '[]'),
-          p_input_artifacts => coalesce(item -> 'input_artifacts', '[]'),
-          p_depends_on => coalesce(array(select jsonb_array_elements_text(item -> 'depends_on'))::uuid[], '{}'),
-          p_dependency_mode => coalesce(item ->> 'dependency_mode', 'all'),
-          p_on_dependency_failure => coalesce(item ->> 'on_dependency_failure', 'cancel'),
-          p_run_at => (item ->> 'run_at')::timestamptz);
+        made := baton_private.handoff_item(item);
         if made.created_at = now() then
           count_made := count_made + 1;
         end if;
@@ -561,19 +569,7 @@ begin
       hint = 'first: the first success wins; all: every result, concatenated; judge: an agent with the judging capability picks.';
   end if;
   for item in select value from jsonb_array_elements(p_tasks) loop
-    made := public.handoff_task(
-      p_title => item ->> 'title',
-      p_to_agent => item ->> 'to_agent',
-      p_description => item ->> 'description',
-      p_priority => coalesce(item ->> 'priority', 'medium')::public.task_priority,
-      p_payload => coalesce(item -> 'payload', '{}'),
-      p_required_capabilities => coalesce(array(select jsonb_array_elements_text(item -> 'required_capabilities')), '{}'),
-      p_deadline => (item ->> 'deadline')::timestamptz,
-      p_max_attempts => coalesce((item ->> 'max_attempts')::integer, 3),
-      p_parent_task_id => p_parent_task_id,
-      p_lease_seconds => (item ->> 'lease_seconds')::integer,
-      p_expected_outputs => coalesce(item -> 'expected_outputs', '[]'),
-      p_input_artifacts => coalesce(item -> 'input_artifacts', '[]'));
+    made := baton_private.handoff_item(item || jsonb_build_object('parent_task_id', p_parent_task_id));
     ids := ids || made.id;
   end loop;
   joined := public.handoff_task(
@@ -589,7 +585,7 @@ begin
     p_expected_outputs => coalesce(p_join -> 'expected_outputs', '[]'),
     p_depends_on => ids,
     p_dependency_mode => case when mode = 'first' then 'any' else 'all' end,
-    p_on_dependency_failure => coalesce(p_join ->> 'on_failure', case when mode = 'first' then 'cancel' else 'cancel' end));
+    p_on_dependency_failure => coalesce(p_join ->> 'on_failure', 'cancel'));
   return jsonb_build_object('tasks', to_jsonb(ids), 'join', joined.id);
 end
 $$;
@@ -895,7 +891,8 @@ begin
 end
 $$;
 
-create index task_handoffs_completed_at_idx on public.task_handoffs (completed_at) where completed_at is not null;
+-- Only roots: retention looks for chains by their root, and no other finished task pays for the entry.
+create index task_handoffs_finished_roots_idx on public.task_handoffs (completed_at) where completed_at is not null and id = root_task_id;
 
 -- The sweep: as before, then due schedules and retention.
 create or replace function public.sweep_tasks() returns jsonb
