@@ -5,6 +5,13 @@
  */
 import fs from 'node:fs';
 
+/** CPU seconds used so far by one process (its own, not its children's). */
+export function processCpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return (fields[11]! + fields[12]!) / 100;
+}
+
 export function cpuSeconds(program: string): number {
   const tick = 100; // USER_HZ on Linux
   let total = 0;

@@ -18,6 +18,16 @@ describe('handing off', async () => {
     expect(rows[0].n).toBe(1);
   });
 
+  it('completes with a result up to 256 KiB and tells the sender, though messages agents send stop at 64 KiB', async () => {
+    const task = await runningTask(alice, bob, 'a long report');
+    const report = 'x'.repeat(200_000);
+    const done = await bob.client.complete(task.id, task.claim_token, { status: 'success', data: { report } });
+    expect(done.status).toBe('completed');
+    const [message] = await alice.client.messages({ taskId: task.id, kind: 'result' });
+    expect(message?.body).toMatchObject({ status: 'completed', result: { data: { report } } });
+    await refusal(bob.client.send({ to: alice.id, body: { report } }), 'BT005');
+  });
+
   it('keeps one task for concurrent hand-offs with one key', async () => {
     const key = `k-${crypto.randomUUID()}`;
     const tasks = await Promise.all(Array.from({ length: 8 }, () => alice.client.handoff({ to: bob.id, title: 'burst', idempotencyKey: key })));

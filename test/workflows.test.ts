@@ -79,6 +79,29 @@ describe('dependencies', () => {
     expect((await worker.client.chain(b.id)).map((r) => r.title).sort()).toEqual(['A', 'B', 'D']);
   });
 
+  it('release a task once when the two it waits on end in one statement, and cancel one that also waited on a failure', async () => {
+    const lead = await newAgent('one-lead');
+    const worker = await newAgent('one-worker', { maxConcurrent: 5 });
+    const a = await lead.client.handoff({ to: worker.id, title: 'A' });
+    const b = await lead.client.handoff({ to: worker.id, title: 'B' });
+    const f = await lead.client.handoff({ to: worker.id, title: 'F' });
+    const both = await lead.client.handoff({ to: lead.id, title: 'after A and B', dependsOn: [a.id, b.id] });
+    const withFailure = await lead.client.handoff({ to: lead.id, title: 'after A and F', dependsOn: [a.id, f.id] });
+    const held = await worker.client.claimNext({ limit: 3, start: true });
+    expect(held).toHaveLength(3);
+    const outcomes = await worker.client.reportOutcomes(held.map((t) => (t.id === f.id
+      ? { taskId: t.id, claimToken: t.claim_token, error: 'F broke' }
+      : { taskId: t.id, claimToken: t.claim_token, result: { status: 'success' as const } })));
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['completed', 'completed', 'failed']);
+
+    expect(await lead.client.getTask(both.id)).toMatchObject({ status: 'pending', waiting_on: 0, not_before: null });
+    const cancelled = await lead.client.getTask(withFailure.id);
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.status_reason).toContain('F broke');
+    const { rows } = await db.query(`select count(*)::int as n from task_events where task_id = $1`, [both.id]);
+    expect(rows[0].n).toBe(1); // created; released without a change of status
+  });
+
   it('cancel what waits when a dependency fails, with the reason, through the whole graph', async () => {
     const lead = await newAgent('fail-lead');
     const worker = await newAgent('fail-worker', { maxConcurrent: 5 });
