@@ -481,3 +481,263 @@ begin
     order by r.n;
 end
 $$;
+
+-- Indexes only where a row has something to index ------------------------------------------------
+-- Every claim and completion writes a new version of the task into each of its indexes. Three indexed
+-- columns that most tasks leave empty (idempotency_key, recurring_id with recurrence_slot, to_agent
+-- for broadcasts) cost three entries per version for nothing: they now index only the rows that set
+-- them. A unique index that is partial must be named with its condition in ON CONFLICT, so the three
+-- functions that insert with ON CONFLICT say it; nothing else in them changes.
+alter table public.task_handoffs drop constraint task_handoffs_idempotency_key_per_sender;
+create unique index task_handoffs_idempotency_key_per_sender on public.task_handoffs (from_agent, idempotency_key)
+  where idempotency_key is not null;
+alter table public.task_handoffs drop constraint task_handoffs_one_per_slot;
+create unique index task_handoffs_one_per_slot on public.task_handoffs (recurring_id, recurrence_slot)
+  where recurring_id is not null;
+drop index public.task_handoffs_to_agent_idx;
+create index task_handoffs_to_agent_idx on public.task_handoffs (to_agent, created_at desc) where to_agent is not null;
+
+create or replace function public.handoff_task(
+  p_title text,
+  p_to_agent text default null,
+  p_description text default null,
+  p_priority public.task_priority default 'medium',
+  p_payload jsonb default '{}',
+  p_required_capabilities text[] default '{}',
+  p_deadline timestamptz default null,
+  p_max_attempts integer default 3,
+  p_parent_task_id uuid default null,
+  p_idempotency_key text default null,
+  p_allow_offline boolean default true,
+  p_lease_seconds integer default null,
+  p_expected_outputs jsonb default '[]',
+  p_input_artifacts jsonb default '[]',
+  p_depends_on uuid[] default '{}',
+  p_dependency_mode text default 'all',
+  p_on_dependency_failure text default 'cancel',
+  p_run_at timestamptz default null
+) returns public.task_handoffs
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs;
+  parent public.task_handoffs;
+  target public.agents;
+begin
+  if p_to_agent is not null then
+    select * into target from public.agents a where a.id = p_to_agent;
+    if not found then
+      raise exception 'no agent named "%"', p_to_agent
+        using errcode = 'BT002', hint = 'See who is registered: baton discover --all.';
+    end if;
+    if not coalesce(p_allow_offline, true) and not baton_private.is_online(target) then
+      raise exception 'agent "%" is offline (last heartbeat: %)', p_to_agent, coalesce(target.last_heartbeat::text, 'never')
+        using errcode = 'BT011',
+              hint = 'Queue it anyway with allow-offline (baton handoff --allow-offline), or pick an online agent: baton discover.';
+    end if;
+  end if;
+  if p_parent_task_id is not null then
+    parent := baton_private.visible_task(p_parent_task_id, me);
+    if parent.claimed_by is distinct from me and parent.from_agent <> me then
+      raise exception 'only the holder or the sender of task % can hand off work within it', p_parent_task_id
+        using errcode = 'BT003', hint = 'Hand it off without a parent, or claim the parent first.';
+    end if;
+  end if;
+  if coalesce(p_dependency_mode, 'all') not in ('all', 'any') or coalesce(p_on_dependency_failure, 'cancel') not in ('cancel', 'run') then
+    raise exception 'dependency mode must be all or any, and on failure cancel or run (got % and %)', p_dependency_mode, p_on_dependency_failure
+      using errcode = 'BT005', hint = 'all waits for every dependency, any for the first; cancel or run decides what a failed one does.';
+  end if;
+  perform baton_private.check_inputs(coalesce(p_input_artifacts, '[]'), me);
+  if p_idempotency_key is not null then
+    select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
+    if found then
+      return t;
+    end if;
+  end if;
+
+  insert into public.task_handoffs (
+    from_agent, to_agent, title, description, priority, payload, required_capabilities,
+    deadline, max_attempts, parent_task_id, idempotency_key, lease_seconds, expected_outputs, input_artifacts,
+    depends_on, dependency_mode, on_dependency_failure, run_at
+  ) values (
+    me, p_to_agent, p_title, p_description, coalesce(p_priority, 'medium'), coalesce(p_payload, '{}'),
+    coalesce(p_required_capabilities, '{}'), p_deadline, coalesce(p_max_attempts, 3), p_parent_task_id,
+    p_idempotency_key, p_lease_seconds, coalesce(p_expected_outputs, '[]'), coalesce(p_input_artifacts, '[]'),
+    coalesce(p_depends_on, '{}'), coalesce(p_dependency_mode, 'all'), coalesce(p_on_dependency_failure, 'cancel'), p_run_at
+  )
+  on conflict (from_agent, idempotency_key) where idempotency_key is not null do nothing
+  returning * into t;
+
+  if t.id is null then
+    -- A concurrent hand-off with the same key won; return its task.
+    select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
+  end if;
+  return t;
+end
+$$;
+
+create or replace function baton_private.create_follow_up(parent public.task_handoffs, request jsonb, agent text) returns uuid
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  child uuid;
+begin
+  if request ? 'to_agent' and not exists (select from public.agents a where a.id = request ->> 'to_agent') then
+    raise exception 'the follow-up names no agent "%"', request ->> 'to_agent'
+      using errcode = 'BT002', hint = 'Name a registered agent, or a capability instead.';
+  end if;
+  if request ? 'payload' and jsonb_typeof(request -> 'payload') <> 'object' then
+    raise exception 'the follow-up''s payload must be a JSON object' using errcode = 'BT005', hint = 'Pass {"payload": {...}} or none.';
+  end if;
+  insert into public.task_handoffs (
+    from_agent, to_agent, required_capabilities, title, description, payload, expected_outputs, input_artifacts,
+    parent_task_id, idempotency_key
+  ) values (
+    agent,
+    request ->> 'to_agent',
+    case jsonb_typeof(request -> 'capability')
+      when 'string' then array[request ->> 'capability']
+      when 'array' then array(select jsonb_array_elements_text(request -> 'capability'))
+      else '{}' end,
+    request ->> 'title',
+    request ->> 'reason',
+    coalesce(request -> 'payload', '{}') || jsonb_strip_nulls(jsonb_build_object('task_type', request -> 'task_type', 'context', request -> 'context')),
+    coalesce(request -> 'expected_outputs', '[]'),
+    coalesce((
+      select jsonb_agg(jsonb_build_object('task_id', parent.id, 'name', a.name) order by a.name)
+      from public.task_artifacts a where a.task_id = parent.id), '[]'),
+    parent.id,
+    'follow-up:' || parent.id
+  )
+  on conflict (from_agent, idempotency_key) where idempotency_key is not null do nothing
+  returning id into child;
+  return child;
+end
+$$;
+
+create or replace function baton_private.run_recurring() returns integer
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  r public.recurring_handoffs;
+  made uuid;
+  failure text;
+  created integer := 0;
+begin
+  for r in
+    select * from public.recurring_handoffs h where h.enabled and h.next_run_at <= now()
+    order by h.next_run_at limit 100 for update skip locked
+  loop
+    made := null;
+    failure := null;
+    begin
+      insert into public.task_handoffs (
+        from_agent, to_agent, title, description, priority, payload, required_capabilities,
+        max_attempts, lease_seconds, expected_outputs, recurring_id, recurrence_slot)
+      values (
+        r.from_agent, r.to_agent, r.template ->> 'title', r.template ->> 'description',
+        coalesce(r.template ->> 'priority', 'medium')::public.task_priority, coalesce(r.template -> 'payload', '{}'),
+        r.required_capabilities, coalesce((r.template ->> 'max_attempts')::integer, 3),
+        (r.template ->> 'lease_seconds')::integer, coalesce(r.template -> 'expected_outputs', '[]'), r.id, r.next_run_at)
+      on conflict (recurring_id, recurrence_slot) where recurring_id is not null do nothing
+      returning id into made;
+      created := created + (made is not null)::integer;
+    exception when others then
+      failure := sqlerrm;
+    end;
+    update public.recurring_handoffs
+    set next_run_at = baton_private.cron_next(r.schedule, greatest(r.next_run_at, now())),
+        last_run_at = now(), last_task_id = coalesce(made, last_task_id), last_error = failure
+    where id = r.id;
+  end loop;
+  return created;
+end
+$$;
+
+-- The tasks report_and_claim hands back, as json: building jsonb parses and sorts every row it
+-- serialises (about 100 µs a task, three times json's cost), and PostgREST sends text either way.
+drop function public.report_and_claim(jsonb, integer, text[], integer);
+create function public.report_and_claim(
+  p_outcomes jsonb,
+  p_claim integer default 0,
+  p_capabilities text[] default null,
+  p_lease_seconds integer default null
+) returns json
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  outcomes json;
+  claimed json := '[]';
+  refused json;
+  err_hint text;
+begin
+  select coalesce(json_agg(o), '[]') into outcomes from public.report_outcomes(p_outcomes) o;
+  if coalesce(p_claim, 0) > 0 then
+    -- A claim refused (capacity, a quota) never takes the outcomes with it.
+    begin
+      select coalesce(json_agg(t), '[]') into claimed
+      from public.claim_next_tasks(p_limit => p_claim, p_capabilities => p_capabilities, p_lease_seconds => p_lease_seconds, p_start => true) t;
+    exception when others then
+      get stacked diagnostics err_hint = pg_exception_hint;
+      refused := json_build_object('code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
+    end;
+  end if;
+  return json_build_object('outcomes', outcomes, 'claimed', claimed, 'claim_error', refused);
+end
+$$;
+comment on function public.report_and_claim is 'report_outcomes(p_outcomes), then claim_next_tasks for up to p_claim tasks (started), in one request: {outcomes: [as report_outcomes], claimed: [tasks], claim_error: {code, message, hint} or null}. What a daemon with free slots calls when it reports.';
+revoke all on function public.report_and_claim from public, anon;
+grant execute on function public.report_and_claim to authenticated;
+
+-- Per request and per claim -------------------------------------------------------------------------
+-- SQL functions that read a table, or carry a SET clause, are never inlined, and PostgreSQL (up to 17)
+-- plans their statement again on every call: 0.2 to 0.35 ms each for the three below, which run on
+-- every request (record_beat, rest_write_hint) or claim (agent_capabilities). In PL/pgSQL the plan is
+-- kept for the session. Nothing they answer changes.
+create or replace function baton_private.rest_write_hint(relation text, method text) returns text
+language plpgsql immutable
+as $$
+begin
+  if relation = 'rpc' then
+    return null;
+  end if;
+  return case
+    when relation = 'task_handoffs' and method = 'POST' then
+      'Hand off through the RPC: POST /rest/v1/rpc/handoff_task with {"p_title": "...", "p_to_agent": "cheenu", "p_priority": "high", "p_payload": {}} (null p_to_agent broadcasts); the sender is taken from your token.'
+    when relation = 'task_handoffs' and method in ('PATCH', 'PUT') then
+      'Change a task through its RPC: rpc/claim_task {"p_task_id": "...", "p_start": true}, rpc/complete_task {"p_task_id", "p_claim_token", "p_result"}, rpc/fail_task {"p_task_id", "p_claim_token", "p_error"}, rpc/reject_task {"p_task_id", "p_reason"}, rpc/report_progress, rpc/release_task or rpc/cancel_task.'
+    when relation = 'task_handoffs' and method = 'DELETE' then
+      'Tasks are never deleted: the sender withdraws one with POST /rest/v1/rpc/cancel_task {"p_task_id": "...", "p_reason": "..."}.'
+    when relation = 'task_artifacts' then
+      'The holder attaches artifacts with POST /rest/v1/rpc/attach_artifact {"p_task_id", "p_name", "p_media_type", "p_content" (hex) or "p_uri"}.'
+    when relation = 'task_events' then
+      'Task history is written by the database as tasks change; change the task through its RPC instead.'
+    when relation = 'agents' and method in ('POST', 'PUT', 'DELETE') then
+      'Agents are registered and removed by an operator (baton agent create <id>); an agent changes only its own row: PATCH /rest/v1/agents?id=eq.<you> with {"status_message", "capabilities", "poll_interval", "is_active", "last_heartbeat"}, or POST /rest/v1/rpc/send_heartbeat.'
+    when relation in ('agent_tokens', 'baton_settings', 'task_status_transitions', 'task_declines', 'agent_presence', 'task_lineage') then
+      pg_catalog.format('%s is read-only for agents; an operator changes it with the service-role key.', relation)
+  end;
+end
+$$;
+
+create or replace function baton_private.record_beat(agent text) returns void
+language plpgsql security definer set search_path = ''
+as $$
+begin
+  update public.agents a set last_heartbeat = now(), is_active = true
+  where a.id = (
+    select b.id from public.agents b
+    where b.id = agent and (b.last_heartbeat is null or b.last_heartbeat < now() - interval '1 second' or not b.is_active)
+    for no key update skip locked
+  );
+end
+$$;
+
+create or replace function baton_private.agent_capabilities(agent text) returns text[]
+language plpgsql stable security definer set search_path = ''
+as $$
+begin
+  return coalesce((select a.capabilities from public.agents a where a.id = agent), '{}');
+end
+$$;
