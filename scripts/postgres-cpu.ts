@@ -29,16 +29,22 @@ export function cpuSeconds(program: string): number {
   return total;
 }
 
-export interface CpuSplit { postgres: number; postgrest: number; node: number }
+export interface CpuSplit { postgres: number; postgrest: number; gateway: number; node: number }
 
-/** CPU seconds by Postgres, PostgREST and this Node process (the client, daemons or peer workers). */
-export function cpuSplit(): CpuSplit {
+/**
+ * CPU seconds by Postgres, PostgREST, the stack's gateway (its Node process, when it runs apart) and
+ * this Node process (the client, daemons or peer workers).
+ */
+export function cpuSplit(gatewayPid?: number): CpuSplit {
   const own = process.cpuUsage();
-  return { postgres: cpuSeconds('postgres'), postgrest: cpuSeconds('postgrest'), node: (own.user + own.system) / 1e6 };
+  return {
+    postgres: cpuSeconds('postgres'), postgrest: cpuSeconds('postgrest'),
+    gateway: gatewayPid === undefined ? 0 : processCpuSeconds(gatewayPid), node: (own.user + own.system) / 1e6,
+  };
 }
 
 /** CPU milliseconds per task of each program between two readings. */
 export function cpuMsPer(before: CpuSplit, after: CpuSplit, tasks: number): CpuSplit {
   const per = (k: keyof CpuSplit) => ((after[k] - before[k]) * 1000) / tasks;
-  return { postgres: per('postgres'), postgrest: per('postgrest'), node: per('node') };
+  return { postgres: per('postgres'), postgrest: per('postgrest'), gateway: per('gateway'), node: per('node') };
 }

@@ -12,10 +12,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createAdminClient, createAgent, createBatonClient, parseSigningKey, startStack, type BatonAgent } from '../src/index.js';
-import { freePort } from '../src/stack/ports.js';
+import { createAdminClient, createAgent, createBatonClient, parseSigningKey, type BatonAgent } from '../src/index.js';
 import { benchPeer, peers, type PeerResult } from './peers.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
+import { startStackProcess } from './stack-process.js';
 import { median, percentile } from './stats.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 5000);
@@ -42,8 +42,8 @@ globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-throughput-'));
 fs.chmodSync(dir, 0o755);
-const apiPort = await freePort();
-const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
+// The stack runs in a process of its own, as beside real agents: its gateway's CPU is counted apart.
+const stack = await startStackProcess(dir);
 const db = new pg.Pool({ connectionString: stack.env.DATABASE_URL, max: 2 });
 try {
   const { env } = stack;
@@ -69,7 +69,7 @@ try {
       url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: w.token, capabilities: [capability], maxConcurrent: 10,
       poll: '* * * * * *', executors: { '*': () => undefined },
     }));
-    const cpuBefore = cpuSplit();
+    const cpuBefore = cpuSplit(stack.pid);
     const requestsBefore = requests;
     const started = performance.now();
     for (let i = 0; i < TASKS; i += 1000) {
@@ -83,7 +83,7 @@ try {
       await new Promise((r) => setTimeout(r, 50));
     }
     const drained = performance.now();
-    const cpu = cpuMsPer(cpuBefore, cpuSplit(), TASKS);
+    const cpu = cpuMsPer(cpuBefore, cpuSplit(stack.pid), TASKS);
     const used = requests - requestsBefore;
     await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
     const result = {
@@ -94,7 +94,7 @@ try {
     };
     results.push(result);
     say(`run ${run + 1}: ${result.tasksPerSecond.toFixed(0)} tasks/s end to end, ${result.handoffsPerSecond.toFixed(0)} hand-offs/s, `
-      + `${result.requestsPerTask.toFixed(2)} requests/task, CPU ms/task: Postgres ${cpu.postgres.toFixed(2)}, PostgREST ${cpu.postgrest.toFixed(2)}, Node ${cpu.node.toFixed(2)}`);
+      + `${result.requestsPerTask.toFixed(2)} requests/task, CPU ms/task: Postgres ${cpu.postgres.toFixed(2)}, PostgREST ${cpu.postgrest.toFixed(2)}, gateway ${cpu.gateway.toFixed(2)}, agents ${cpu.node.toFixed(2)}`);
   }
 
   // Hand-off → start with idle daemons polling every second.
@@ -130,7 +130,8 @@ try {
   const rowOf = (xs: Array<{ e2e: number; handoffs: number; requests?: number; cpu: CpuSplit }>, lat: number[]): Row => ({
     e2e: median(xs.map((x) => x.e2e)), handoffs: median(xs.map((x) => x.handoffs)),
     requests: xs[0]!.requests === undefined ? undefined : median(xs.map((x) => x.requests!)),
-    cpu: { postgres: median(xs.map((x) => x.cpu.postgres)), postgrest: median(xs.map((x) => x.cpu.postgrest)), node: median(xs.map((x) => x.cpu.node)) },
+    cpu: { postgres: median(xs.map((x) => x.cpu.postgres)), postgrest: median(xs.map((x) => x.cpu.postgrest)),
+           gateway: median(xs.map((x) => x.cpu.gateway)), node: median(xs.map((x) => x.cpu.node)) },
     p50: percentile(lat, 0.5), p95: percentile(lat, 0.95),
   });
   const columns: Array<[string, Row | Error]> = [
@@ -154,7 +155,10 @@ try {
   line('HTTP requests per task', (r) => (r.requests === undefined ? 'none (SQL)' : r.requests.toFixed(2)));
   line('Postgres CPU ms per task', (r) => r.cpu.postgres.toFixed(2), (r) => r.cpu.postgres);
   line('PostgREST CPU ms per task', (r) => r.cpu.postgrest.toFixed(2));
+  line('gateway CPU ms per task (the stack\'s Node process)', (r) => r.cpu.gateway.toFixed(2));
   line('Node CPU ms per task (client and workers, one process)', (r) => r.cpu.node.toFixed(2), (r) => r.cpu.node);
+  line('CPU ms per task, all of the above', (r) => (r.cpu.postgres + r.cpu.postgrest + r.cpu.gateway + r.cpu.node).toFixed(2),
+    (r) => r.cpu.postgres + r.cpu.postgrest + r.cpu.gateway + r.cpu.node);
   line('hand-off → start, idle workers, p50 / p95 ms', (r) => `${n0(r.p50)} / ${n0(r.p95)}`);
 } finally {
   await db.end();

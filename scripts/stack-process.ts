@@ -1,0 +1,45 @@
+/**
+ * The embedded stack in a process of its own (`baton stack serve`), as it runs beside real agents, so
+ * that a bench can tell the gateway's CPU from the agents'.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../src/stack/ports.js';
+import { readRuntime, readSecrets, stackEnv, type StackEnv } from '../src/stack/state.js';
+
+const cli = fileURLToPath(new URL('../src/cli/index.ts', import.meta.url));
+
+export interface StackProcess {
+  env: StackEnv;
+  /** The stack's Node process (gateway and realtime); Postgres and PostgREST are its children. */
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function startStackProcess(dir: string): Promise<StackProcess> {
+  const apiPort = await freePort();
+  const dbPort = await freePort([apiPort]);
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'stack', 'serve', '--dir', dir, '--api-port', String(apiPort), '--db-port', String(dbPort)],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  const exited = once(child, 'exit');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the stack exited (${child.exitCode}): ${stderr}`);
+    const runtime = readRuntime(dir);
+    if (runtime && await fetch(`http://127.0.0.1:${apiPort}/health`).then((r) => r.ok, () => false)) break;
+    if (Date.now() > deadline) throw new Error(`the stack did not answer within 2 minutes: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const secrets = readSecrets(dir)!;
+  return {
+    env: stackEnv(secrets, apiPort, dbPort),
+    pid: child.pid!,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
