@@ -45,6 +45,10 @@ export interface NewAgent {
 }
 
 const Registered = z.array(z.object({ agent_id: z.string(), token_id: z.uuid() })).length(1);
+const RecurringHandoffs = z.array(RecurringHandoff);
+const Ids = z.array(z.object({ id: z.uuid() }));
+const DeadLetters = z.array(DeadLetter);
+const Agents = z.array(Agent);
 
 export function createAdminClient(options: AdminClientOptions): AdminClient {
   return new AdminClient(options);
@@ -117,18 +121,18 @@ export class AdminClient {
   }
 
   async listSchedules(): Promise<RecurringHandoff[]> {
-    return unwrap(this.db.from('recurring_handoffs').select('*').order('name'), z.array(RecurringHandoff));
+    return unwrap(this.db.from('recurring_handoffs').select('*').order('name'), RecurringHandoffs);
   }
 
   /** Removes a recurring hand-off by name; the tasks it made stay. Returns whether there was one. */
   async removeSchedule(name: string): Promise<boolean> {
-    const removed = await unwrap(this.db.from('recurring_handoffs').delete().eq('name', name).select('id'), z.array(z.object({ id: z.uuid() })));
+    const removed = await unwrap(this.db.from('recurring_handoffs').delete().eq('name', name).select('id'), Ids);
     return removed.length > 0;
   }
 
   /** Failed tasks, newest first: why, who held them last, and whether they were retried. */
   async deadLetters({ limit = 100 }: { limit?: number } = {}): Promise<DeadLetter[]> {
-    return unwrap(this.db.from('dead_letters').select('*').order('failed_at', { ascending: false }).limit(limit), z.array(DeadLetter));
+    return unwrap(this.db.from('dead_letters').select('*').order('failed_at', { ascending: false }).limit(limit), DeadLetters);
   }
 
   /** A new attempt at a failed task, sent as its original sender and linked by retry_of. */
@@ -137,7 +141,7 @@ export class AdminClient {
   }
 
   async listAgents(): Promise<Agent[]> {
-    return unwrap(this.db.from('agents').select('*').order('id'), z.array(Agent));
+    return unwrap(this.db.from('agents').select('*').order('id'), Agents);
   }
 
   async getAgent(agentId: string): Promise<Agent> {

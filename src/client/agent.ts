@@ -30,6 +30,26 @@ export interface TaskFilter {
 }
 
 const Tasks = z.array(Task);
+// The answers' schemas, made once: zod compiles a schema on its first parse, so one made per call
+// costs more than the parse itself.
+const BatchHandoffs = z.array(BatchHandoff);
+const BatchOutcomes = z.array(BatchOutcome);
+const ReportAndClaimAnswer = z.object({
+  outcomes: BatchOutcomes, claimed: Tasks,
+  claim_error: z.object({ code: z.string(), message: z.string(), hint: z.string().nullable() }).nullable(),
+});
+const ClaimedRows = z.array(z.looseObject({ id: z.string(), claim_token: z.string().nullable(), status: z.string() }));
+const FanOutAnswer = z.object({ tasks: z.array(z.uuid()), join: z.uuid() });
+const Artifacts = z.array(Artifact);
+const ArtifactWithContent = Artifact.extend({ content: z.string().nullable() });
+const ArtifactsWithContent = z.array(ArtifactWithContent);
+const LineageRows = z.array(LineageRow);
+const TaskSummaries = z.array(z.object({ id: z.string(), title: z.string(), status: z.string() }));
+const AgentPresences = z.array(AgentPresence);
+const ClaimChecks = z.array(ClaimCheck);
+const TaskEvents = z.array(TaskEvent);
+const Messages = z.array(Message);
+const Agents = z.array(Agent);
 
 /** Outcomes as report_outcomes takes them. */
 const outcomesJson = (outcomes: Outcome[]) => asJson(outcomes.map((o) => ('error' in o
@@ -115,7 +135,7 @@ export class BatonClient {
         mode: j.mode, title: j.title, to_agent: j.to, capability: j.capability, payload: j.payload,
         expected_outputs: j.expectedOutputs, on_failure: j.onFailure,
       }),
-    }), z.object({ tasks: z.array(z.uuid()), join: z.uuid() }));
+    }), FanOutAnswer);
   }
 
   /** The tasks a task depends on, in the order it names them, with their results. */
@@ -145,7 +165,7 @@ export class BatonClient {
         run_at: isoTime(t.runAt) ?? null,
       };
     });
-    return unwrap(this.db.rpc('handoff_tasks', { p_tasks: asJson(tasks) }), z.array(BatchHandoff));
+    return unwrap(this.db.rpc('handoff_tasks', { p_tasks: asJson(tasks) }), BatchHandoffs);
   }
 
   /**
@@ -155,7 +175,7 @@ export class BatonClient {
    */
   async reportOutcomes(outcomes: Outcome[]): Promise<BatchOutcome[]> {
     if (outcomes.length === 0) return [];
-    return unwrap(this.db.rpc('report_outcomes', { p_outcomes: outcomesJson(outcomes) }), z.array(BatchOutcome));
+    return unwrap(this.db.rpc('report_outcomes', { p_outcomes: outcomesJson(outcomes) }), BatchOutcomes);
   }
 
   /**
@@ -166,10 +186,7 @@ export class BatonClient {
   async reportAndClaim(outcomes: Outcome[], { claim, capabilities, leaseSeconds }: { claim: number; capabilities?: string[]; leaseSeconds?: number }): Promise<{ outcomes: BatchOutcome[]; claimed: Task[]; claimError: BatonError | null }> {
     const answer = await unwrap(this.db.rpc('report_and_claim', {
       p_outcomes: outcomesJson(outcomes), p_claim: claim, p_capabilities: capabilities, p_lease_seconds: leaseSeconds,
-    }), z.object({
-      outcomes: z.array(BatchOutcome), claimed: Tasks,
-      claim_error: z.object({ code: z.string(), message: z.string(), hint: z.string().nullable() }).nullable(),
-    }));
+    }), ReportAndClaimAnswer);
     return { outcomes: answer.outcomes, claimed: answer.claimed, claimError: answer.claim_error ? toBatonError(answer.claim_error) : null };
   }
 
@@ -199,7 +216,7 @@ export class BatonClient {
       p_capabilities: capabilities?.length ? capabilities : undefined,
       p_lease_seconds: leaseSeconds ?? undefined,
       p_start: start ?? false,
-    }), z.array(z.looseObject({ id: z.string(), claim_token: z.string().nullable(), status: z.string() })));
+    }), ClaimedRows);
     const tasks: Task[] = [];
     for (const row of rows) {
       const task = Task.safeParse(row);
@@ -260,7 +277,7 @@ export class BatonClient {
   async artifacts(taskId: string): Promise<Artifact[]> {
     return unwrap(
       this.db.from('task_artifacts').select(artifactColumns).eq('task_id', parseInput(TaskId, taskId)).order('name'),
-      z.array(Artifact),
+      Artifacts,
     );
   }
 
@@ -268,7 +285,7 @@ export class BatonClient {
   async artifact(taskId: string, name: string): Promise<ResolvedArtifact> {
     const row = await unwrapOne(
       this.db.from('task_artifacts').select(`${artifactColumns}, content`).eq('task_id', parseInput(TaskId, taskId)).eq('name', name).maybeSingle(),
-      Artifact.extend({ content: z.string().nullable() }),
+      ArtifactWithContent,
       { message: `task ${taskId} has no artifact "${name}" that agent "${this.agentId}" can see`, hint: 'List them with: baton artifacts <task>.' },
     );
     return resolveArtifact(row);
@@ -278,14 +295,14 @@ export class BatonClient {
   async inputs(taskId: string): Promise<ResolvedArtifact[]> {
     const rows = await unwrap(
       this.db.rpc('task_inputs', { p_task_id: parseInput(TaskId, taskId) }).select(`${artifactColumns}, content`),
-      z.array(Artifact.extend({ content: z.string().nullable() })),
+      ArtifactsWithContent,
     );
     return rows.map(resolveArtifact);
   }
 
   /** The whole chain of a task, root first: producer, inputs, outputs, status and times. */
   async chain(taskId: string): Promise<LineageRow[]> {
-    return unwrap(this.db.rpc('task_chain', { p_task_id: parseInput(TaskId, taskId) }), z.array(LineageRow));
+    return unwrap(this.db.rpc('task_chain', { p_task_id: parseInput(TaskId, taskId) }), LineageRows);
   }
 
   /**
@@ -361,7 +378,7 @@ export class BatonClient {
     const matches = await unwrap(
       this.db.from('task_handoffs').select('id, title, status')
         .gte('id', asUuid(hex.padEnd(32, '0'))).lte('id', asUuid(hex.padEnd(32, 'f'))).order('id').limit(10),
-      z.array(z.object({ id: z.string(), title: z.string(), status: z.string() })),
+      TaskSummaries,
     );
     if (matches.length === 0) {
       throw new NotFoundError({ code: 'BT002', message: `no task starting with ${prefix} that agent "${this.agentId}" can see`, hint: 'Check the id: baton tasks --all lists the tasks you can see.' });
@@ -382,7 +399,7 @@ export class BatonClient {
     let query = this.db.from('agent_presence').select('*');
     if (!includeOffline) query = query.eq('is_online', true);
     if (capabilities.length) query = query.contains('capabilities', capabilities);
-    return unwrap(query.order('id'), z.array(AgentPresence));
+    return unwrap(query.order('id'), AgentPresences);
   }
 
   async getTask(taskId: string): Promise<Task> {
@@ -416,7 +433,7 @@ export class BatonClient {
       p_task_ids: claims.map((c) => c.taskId),
       p_claim_tokens: claims.map((c) => c.claimToken),
       p_renew: renew,
-    }), z.array(ClaimCheck));
+    }), ClaimChecks);
   }
 
   /** Re-queues dropped claims, dead-letters tasks out of attempts, cancels overdue ones. */
@@ -433,7 +450,7 @@ export class BatonClient {
   async events(taskId: string): Promise<TaskEvent[]> {
     return unwrap(
       this.db.from('task_events').select('*').eq('task_id', parseInput(TaskId, taskId)).order('id'),
-      z.array(TaskEvent),
+      TaskEvents,
     );
   }
 
@@ -457,14 +474,14 @@ export class BatonClient {
     if (unread) query = query.eq('to_agent', this.agentId).is('read_at', null);
     if (taskId) query = query.eq('task_id', parseInput(TaskId, taskId));
     if (kind) query = query.eq('kind', kind);
-    return unwrap(query.order('created_at', { ascending: false }).limit(limit), z.array(Message));
+    return unwrap(query.order('created_at', { ascending: false }).limit(limit), Messages);
   }
 
   async markRead(messageIds: string[]): Promise<Message[]> {
     return unwrap(
       this.db.from('agent_messages').update({ read_at: new Date().toISOString() })
         .in('id', messageIds).eq('to_agent', this.agentId).select('*'),
-      z.array(Message),
+      Messages,
     );
   }
 
@@ -488,7 +505,7 @@ export class BatonClient {
   }
 
   async agents(): Promise<Agent[]> {
-    return unwrap(this.db.from('agents').select('*').order('id'), z.array(Agent));
+    return unwrap(this.db.from('agents').select('*').order('id'), Agents);
   }
 
   async updateProfile(profile: AgentProfile): Promise<Agent> {
