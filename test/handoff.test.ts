@@ -102,6 +102,19 @@ describe('claiming the next tasks', async () => {
     expect(await worker.client.claimNext()).toEqual([]);
   });
 
+  it('merges the broadcasts of each of its capabilities by priority then age, and takes none needing one it lacks', async () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => `merge-${x}-${Date.now()}`) as [string, string, string];
+    const worker = await newAgent('merger', { capabilities: [a, b], maxConcurrent: 10 });
+    const bLow = await sender.client.broadcast({ title: 'b, low, oldest', priority: 'low', requiredCapabilities: [b] });
+    const aHigh = await sender.client.broadcast({ title: 'a, high', priority: 'high', requiredCapabilities: [a] });
+    await sender.client.broadcast({ title: 'a and c: lacks c', priority: 'urgent', requiredCapabilities: [a, c] });
+    await sender.client.broadcast({ title: 'c and a: lacks c', priority: 'urgent', requiredCapabilities: [c, a] });
+    const baHigh = await sender.client.broadcast({ title: 'b and a, high, newer', priority: 'high', requiredCapabilities: [b, a] });
+    const claimed = await worker.client.claimNext({ limit: 10 });
+    expect(claimed.map((t) => t.id)).toEqual([aHigh.id, baHigh.id, bLow.id]);
+    expect(await worker.client.claimNext({ limit: 10 })).toEqual([]);
+  });
+
   it('never claims beyond max_concurrent, even in one batch', async () => {
     const worker = await newAgent('busy', { maxConcurrent: 2 });
     for (let i = 0; i < 4; i++) await sender.client.handoff({ to: worker.id, title: `job ${i}` });

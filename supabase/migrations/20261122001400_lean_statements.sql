@@ -747,3 +747,96 @@ begin
   return coalesce((select a.capabilities from public.agents a where a.id = agent), '{}');
 end
 $$;
+
+-- Claiming broadcasts capability by capability ----------------------------------------------------
+-- claim_next_tasks read the broadcasts in one queue by priority and age and skipped those needing a
+-- capability the caller lacks: behind 40,000 pending tasks for another capability, every claim read
+-- all 40,000 (4 to 7 ms of Postgres per task instead of 1). The queue is now indexed by a task's first
+-- required capability (the one its push announcement names, '' for none): a task the caller can do
+-- has its first capability among the caller's, so the claim reads, for each of them, only the front of
+-- that capability's queue, and merges them by priority and age. Each capability's front is locked with
+-- SKIP LOCKED as before, so agents claiming at once still pass each other; the few rows locked and
+-- not taken are free again when the claim commits.
+create index task_handoffs_claimable_capability_idx on public.task_handoffs
+  ((coalesce(required_capabilities[1], '')), priority desc, created_at)
+  where status = 'pending' and to_agent is null;
+drop index public.task_handoffs_claimable_broadcast_idx;
+
+create or replace function public.claim_next_tasks(
+  p_limit integer default 1,
+  p_capabilities text[] default null,
+  p_lease_seconds integer default null,
+  p_start boolean default false
+) returns setof public.task_handoffs
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  me text := baton_private.require_agent();
+  lease interval := baton_private.lease_for(p_lease_seconds);
+  wanted integer;
+  mine text[];
+  queues text[];
+  ids uuid[];
+  more uuid[];
+begin
+  if p_limit is null or p_limit not between 1 and 1000 then
+    raise exception 'a batch must claim between 1 and 1000 tasks, got %', p_limit
+      using errcode = 'BT005', hint = 'Ask for as many tasks as you have free slots.';
+  end if;
+  mine := baton_private.agent_capabilities(me);
+  -- The queues of broadcasts this agent may take: one per capability it has, and '' for those that need none.
+  queues := array(select distinct q from unnest(mine || ''::text) as q);
+  -- Look before locking anything: an empty poll writes nothing.
+  if not exists (
+       select from public.task_handoffs t
+       where t.status = 'pending' and t.to_agent = me and (t.not_before is null or t.not_before <= now()))
+     and not exists (
+       select from unnest(queues) as q (capability)
+       where exists (
+         select from public.task_handoffs t
+         where t.status = 'pending' and t.to_agent is null and coalesce(t.required_capabilities[1], '') = q.capability
+           and t.required_capabilities <@ mine and (t.not_before is null or t.not_before <= now())
+           and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me))) then
+    return;
+  end if;
+  wanted := least(p_limit, baton_private.free_capacity(me));
+  if wanted < 1 then
+    return;
+  end if;
+
+  -- Tasks addressed to the agent come first, then broadcasts it can do; each by priority, then age.
+  select coalesce(array_agg(picked.id), '{}') into ids from (
+    select t.id from public.task_handoffs t
+    where t.status = 'pending' and t.to_agent = me
+      and (t.not_before is null or t.not_before <= now())
+      and (p_capabilities is null or t.required_capabilities @> p_capabilities)
+    order by t.priority desc, t.created_at
+    limit wanted
+    for update skip locked
+  ) picked;
+
+  if cardinality(ids) < wanted then
+    select coalesce(array_agg(picked.id), '{}') into more from (
+      select front.id from unnest(queues) as q (capability)
+      cross join lateral (
+        select t.id, t.priority, t.created_at from public.task_handoffs t
+        where t.status = 'pending' and t.to_agent is null and coalesce(t.required_capabilities[1], '') = q.capability
+          and t.required_capabilities <@ mine
+          and (t.not_before is null or t.not_before <= now())
+          and (p_capabilities is null or t.required_capabilities @> p_capabilities)
+          and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me)
+        order by t.priority desc, t.created_at
+        limit wanted - cardinality(ids)
+        for update of t skip locked
+      ) front
+      order by front.priority desc, front.created_at
+      limit wanted - cardinality(ids)
+    ) picked;
+    ids := ids || more;
+  end if;
+
+  perform baton_private.mark_claimed(ids, me, lease, p_start);
+  return query
+    select * from public.task_handoffs where id = any (ids) order by priority desc, created_at;
+end
+$$;
