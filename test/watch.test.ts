@@ -35,6 +35,9 @@ describe('baton watch', () => {
     const held = await worker.client.claim(task.id, { start: true });
     await eventually(async () => follow.lines.some((l) => l.status === 'in_progress') || undefined, 10_000, 'the start');
     await worker.client.progress(task.id, 'halfway', 50);
+    // Each line is the task as watch read it after a change; a change it reads together with the next
+    // is one line, so the progress is seen before the task completes.
+    await eventually(async () => follow.lines.some((l) => l.progress === 'halfway') || undefined, 10_000, 'the progress');
     await worker.client.complete(held.id, held.claim_token);
     const { code } = await follow.exited;
     expect(code).toBe(0);
