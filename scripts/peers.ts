@@ -131,7 +131,8 @@ export async function benchPeer(name: keyof typeof peers, connectionString: stri
   const peer = await peers[name](connectionString);
   const results: PeerResult[] = [];
   try {
-    for (let run = 0; run < runs; run += 1) {
+    // Run 0 warms up (connections, plans, caches) and is not counted.
+    for (let run = 0; run <= runs; run += 1) {
       const queue = `noop_${run}`;
       const cpuBefore = cpuSplit();
       const started = performance.now();
@@ -142,6 +143,7 @@ export async function benchPeer(name: keyof typeof peers, connectionString: stri
       const drained = performance.now();
       const cpu = cpuMsPer(cpuBefore, cpuSplit(), tasks);
       await peer.stopWorkers();
+      if (run === 0) continue;
       results.push({
         insertsPerSecond: tasks / ((inserted - started) / 1000),
         jobsPerSecond: tasks / ((drained - started) / 1000),
