@@ -761,6 +761,15 @@ create index task_handoffs_claimable_capability_idx on public.task_handoffs
   ((coalesce(required_capabilities[1], '')), priority desc, created_at)
   where status = 'pending' and to_agent is null;
 drop index public.task_handoffs_claimable_broadcast_idx;
+-- The indexes of tasks addressed to an agent hold only those: one that also held the broadcasts (to_agent
+-- null) offered the planner a way to read every pending broadcast, which it took for a claim while
+-- its statistics still described an emptier table.
+drop index public.task_handoffs_claimable_direct_idx;
+create index task_handoffs_claimable_direct_idx on public.task_handoffs (to_agent, priority desc, created_at)
+  where status = 'pending' and to_agent is not null;
+drop index public.task_handoffs_open_to_agent_idx;
+create index task_handoffs_open_to_agent_idx on public.task_handoffs (to_agent)
+  where status in ('pending', 'claimed', 'in_progress', 'input_required') and to_agent is not null;
 
 create or replace function public.claim_next_tasks(
   p_limit integer default 1,
@@ -791,12 +800,15 @@ begin
        select from public.task_handoffs t
        where t.status = 'pending' and t.to_agent = me and (t.not_before is null or t.not_before <= now()))
      and not exists (
+       -- A lateral LIMIT 1 per queue, so that each reads its own part of the index (as a semi-join
+       -- the planner's generic plan read every open task instead).
        select from unnest(queues) as q (capability)
-       where exists (
+       cross join lateral (
          select from public.task_handoffs t
          where t.status = 'pending' and t.to_agent is null and coalesce(t.required_capabilities[1], '') = q.capability
            and t.required_capabilities <@ mine and (t.not_before is null or t.not_before <= now())
-           and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me))) then
+           and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me)
+         limit 1) found) then
     return;
   end if;
   wanted := least(p_limit, baton_private.free_capacity(me));
