@@ -267,10 +267,9 @@ end
 $$;
 
 -- Batches answer in one statement ------------------------------------------------------------------
--- handoff_tasks and report_outcomes answered item by item (a RETURN QUERY per task: a quarter of
--- handoff_tasks' own time for 1,000 tasks). The items that took the set-based path are now answered
--- together, the others as before, all in the order given. The rules are those of
--- …1200_workflows.sql and …0900_lean_paths.sql.
+-- handoff_tasks and report_outcomes answered item by item, a RETURN QUERY per task. The items that
+-- took the set-based path are now answered together, the others as before, all in the order given.
+-- The rules are those of …1200_workflows.sql and …0900_lean_paths.sql.
 
 create or replace function public.handoff_tasks(p_tasks jsonb)
 returns table (index integer, task_id uuid, code text, message text, hint text)
