@@ -45,8 +45,7 @@ let round = 0;
 async function once(): Promise<Measured> {
   round += 1;
   const capability = `cap-${round}`;
-  // A worker of its own each round, as each bench:throughput run has: what one round leaves in the
-  // indexes of a worker's tasks (until vacuum) does not weigh on the next.
+  // A worker of its own each round, as each bench:throughput run has.
   const workerId = `worker-p-${round}`;
   await admin.query('insert into agents (id, capabilities, max_concurrent) values ($1, $2, 1000)', [workerId, [capability]]);
   await actAs(worker, workerId);
