@@ -5,23 +5,28 @@
  */
 import fs from 'node:fs';
 
+const TICK = 100; // USER_HZ on Linux
+
+/** A process's utime, stime, cutime and cstime, in seconds. */
+function times(pid: number | string): [number, number, number, number] {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // After "pid (comm) ": state is field 3, so field n is at n - 3: utime 14, stime 15, cutime 16, cstime 17.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return [fields[11]! / TICK, fields[12]! / TICK, fields[13]! / TICK, fields[14]! / TICK];
+}
+
 /** CPU seconds used so far by one process (its own, not its children's). */
 export function processCpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-  return (fields[11]! + fields[12]!) / 100;
+  const [user, system] = times(pid);
+  return user + system;
 }
 
 export function cpuSeconds(program: string): number {
-  const tick = 100; // USER_HZ on Linux
   let total = 0;
   for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== program) continue;
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // After "pid (comm) ": state is field 3, so field n is at n - 3: utime 14, stime 15, cutime 16, cstime 17.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-      total += (fields[11]! + fields[12]! + fields[13]! + fields[14]!) / tick;
+      total += times(pid).reduce((a, b) => a + b, 0);
     } catch {
       // gone meanwhile
     }

@@ -286,12 +286,8 @@ declare
   allowance integer;
   err_hint text;
   quick jsonb := '{}';
-  -- The answers for the rest, column by column (appending to an array variable costs no copy).
-  at_index integer[] := '{}';
-  made_ids uuid[] := '{}';
-  codes text[] := '{}';
-  messages text[] := '{}';
-  hints text[] := '{}';
+  -- The answers for the rest, one object each (appending to an array variable costs no copy).
+  answers jsonb[] := '{}';
 begin
   if jsonb_typeof(p_tasks) <> 'array' or jsonb_array_length(p_tasks) > 1000 then
     raise exception 'tasks must be an array of at most 1000 items' using errcode = 'BT005',
@@ -348,29 +344,21 @@ begin
     where not quick ? (a.n - 1)::text
     order by a.n
   loop
-    at_index := at_index || i;
     if count_made >= allowance then
-      made_ids := made_ids || null::uuid;
-      codes := codes || 'BT013'::text;
-      messages := messages || format('agent "%s" reached its quota of hand-offs per minute or of open tasks', me);
-      hints := hints || format('Try again in %s s; an operator can raise baton_settings.handoffs_per_minute or open_tasks_per_sender.',
-                               greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1));
+      answers := answers || jsonb_build_object('index', i, 'code', 'BT013',
+        'message', format('agent "%s" reached its quota of hand-offs per minute or of open tasks', me),
+        'hint', format('Try again in %s s; an operator can raise baton_settings.handoffs_per_minute or open_tasks_per_sender.',
+                       greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1)));
     else
       begin
         made := baton_private.handoff_item(item);
         if made.created_at = now() then
           count_made := count_made + 1;
         end if;
-        made_ids := made_ids || made.id;
-        codes := codes || null::text;
-        messages := messages || null::text;
-        hints := hints || null::text;
+        answers := answers || jsonb_build_object('index', i, 'task_id', made.id);
       exception when others then
         get stacked diagnostics err_hint = pg_exception_hint;
-        made_ids := made_ids || null::uuid;
-        codes := codes || sqlstate::text;
-        messages := messages || sqlerrm;
-        hints := hints || nullif(err_hint, '');
+        answers := answers || jsonb_build_object('index', i, 'code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
       end;
     end if;
   end loop;
@@ -384,7 +372,7 @@ begin
     select q.key::integer, (q.value #>> '{}')::uuid, null::text, null::text, null::text from jsonb_each(quick) q
     union all
     select a.index, a.task_id, a.code, a.message, a.hint
-    from unnest(at_index, made_ids, codes, messages, hints) as a (index, task_id, code, message, hint)
+    from unnest(answers) as x, jsonb_to_record(x) as a (index integer, task_id uuid, code text, message text, hint text)
     order by 1;
 end
 $$;
@@ -400,13 +388,8 @@ declare
   done public.task_handoffs;
   err_hint text;
   plain text[] := '{}';
-  -- The answers for the outcomes not completed together, column by column, with their position.
-  at_n bigint[] := '{}';
-  ids uuid[] := '{}';
-  statuses public.task_status[] := '{}';
-  codes text[] := '{}';
-  messages text[] := '{}';
-  hints text[] := '{}';
+  -- The answers for the outcomes not completed together, one object each, with their position.
+  answers jsonb[] := '{}';
 begin
   if jsonb_typeof(p_outcomes) <> 'array' or jsonb_array_length(p_outcomes) > 1000 then
     raise exception 'outcomes must be an array of at most 1000 items' using errcode = 'BT005',
@@ -449,7 +432,6 @@ begin
     where a.o ? 'error' or not coalesce(a.o ->> 'task_id' = any (plain), false)
     order by a.n
   loop
-    at_n := at_n || n;
     begin
       if outcome ? 'error' then
         done := public.fail_task((outcome ->> 'task_id')::uuid, (outcome ->> 'claim_token')::uuid, outcome ->> 'error',
@@ -458,18 +440,12 @@ begin
         done := public.complete_task((outcome ->> 'task_id')::uuid, (outcome ->> 'claim_token')::uuid,
                                      coalesce(outcome -> 'result', '{"status": "success"}'));
       end if;
-      ids := ids || done.id;
-      statuses := statuses || done.status;
-      codes := codes || null::text;
-      messages := messages || null::text;
-      hints := hints || null::text;
+      answers := answers || jsonb_build_object('n', n, 'task_id', done.id, 'status', done.status);
     exception when others then
       get stacked diagnostics err_hint = pg_exception_hint;
-      ids := ids || (case when outcome ->> 'task_id' ~ '^[0-9a-f-]{36}$' then (outcome ->> 'task_id')::uuid end);
-      statuses := statuses || null::public.task_status;
-      codes := codes || sqlstate::text;
-      messages := messages || sqlerrm;
-      hints := hints || nullif(err_hint, '');
+      answers := answers || jsonb_build_object('n', n,
+        'task_id', case when outcome ->> 'task_id' ~ '^[0-9a-f-]{36}$' then outcome ->> 'task_id' end,
+        'code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
     end;
   end loop;
   perform set_config('baton.batch', '', true);
@@ -481,7 +457,8 @@ begin
       where not a.o ? 'error' and a.o ->> 'task_id' = any (plain)
       union all
       select s.n, s.task_id, s.status, s.code, s.message, s.hint
-      from unnest(at_n, ids, statuses, codes, messages, hints) as s (n, task_id, status, code, message, hint)
+      from unnest(answers) as x,
+           jsonb_to_record(x) as s (n bigint, task_id uuid, status public.task_status, code text, message text, hint text)
     ) r
     order by r.n;
 end
