@@ -16,6 +16,7 @@ import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, parseSigningKey, startStack, type BatonAgent } from '../src/index.js';
 import { freePort } from '../src/stack/ports.js';
 import { cpuSeconds } from './postgres-cpu.js';
+import { logRequests } from './requests.js';
 import { percentile } from './stats.js';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100);
@@ -23,9 +24,7 @@ const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 120);
 const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 100);
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
-let requests = 0;
-const realFetch = globalThis.fetch;
-globalThis.fetch = ((...args: Parameters<typeof fetch>) => { requests += 1; return realFetch(...args); }) as typeof fetch;
+const requests = logRequests();
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-push-bench-'));
 fs.chmodSync(dir, 0o755);
@@ -68,9 +67,9 @@ try {
     daemons.push(...group);
     await Promise.all(group.map((d) => d.start()));
     await sleep(10_000); // joins, first beats and sweeps settle
-    const before = { requests, cpu: cpuSeconds('postgres') };
+    const before = { requests: requests.count, cpu: cpuSeconds('postgres') };
     await sleep(seconds * 1000);
-    const used = { requests: requests - before.requests, cpu: cpuSeconds('postgres') - before.cpu };
+    const used = { requests: requests.count - before.requests, cpu: cpuSeconds('postgres') - before.cpu };
     await Promise.all(group.map((d) => d.stop({ graceSeconds: 0 })));
     return { requestsPerSecond: used.requests / seconds, cpuShare: used.cpu / seconds };
   };

@@ -16,6 +16,7 @@ import { createAdminClient, createAgent, createBatonClient, parseSigningKey, typ
 import { benchPeer, peers, type PeerResult } from './peers.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
 import { startStackProcess } from './stack-process.js';
+import { logRequests } from './requests.js';
 import { median, percentile } from './stats.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 5000);
@@ -23,22 +24,8 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const DAEMONS = 4;
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
-// Every request supabase-js makes goes through fetch: count them.
-// BENCH_PROFILE=1 also times them, by RPC.
-let requests = 0;
-const timings = new Map<string, number[]>();
-const realFetch = globalThis.fetch;
-globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
-  requests += 1;
-  const started = performance.now();
-  try {
-    return await realFetch(...args);
-  } finally {
-    const name = new URL(String(args[0] instanceof Request ? args[0].url : args[0])).pathname.replace(/^\/rest\/v1\//, '');
-    if (!timings.has(name)) timings.set(name, []);
-    timings.get(name)!.push(performance.now() - started);
-  }
-}) as typeof fetch;
+// Every request Baton's clients make; BENCH_PROFILE=1 also prints their times, by RPC.
+const requests = logRequests();
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-throughput-'));
 fs.chmodSync(dir, 0o755);
@@ -72,7 +59,7 @@ try {
       poll: '* * * * * *', executors: { '*': () => undefined },
     }));
     const cpuBefore = cpuSplit(stack.pid);
-    const requestsBefore = requests;
+    const requestsBefore = requests.count;
     const started = performance.now();
     for (let i = 0; i < TASKS; i += 1000) {
       await sender.client.handoffMany(Array.from({ length: Math.min(1000, TASKS - i) }, (_, j) => ({ title: `noop ${i + j}`, requiredCapabilities: [capability] })));
@@ -86,7 +73,7 @@ try {
     }
     const drained = performance.now();
     const cpu = cpuMsPer(cpuBefore, cpuSplit(stack.pid), TASKS);
-    const used = requests - requestsBefore;
+    const used = requests.count - requestsBefore;
     await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
     const result = {
       handoffsPerSecond: TASKS / ((handedOff - started) / 1000),
@@ -122,7 +109,7 @@ try {
     const { rows: top } = await db.query(`select funcname, calls, round(total_time::numeric) as total_ms, round(self_time::numeric) as self_ms
       from pg_stat_user_functions order by self_time desc limit 20`);
     console.table(top);
-    console.table([...timings].map(([rpc, ms]) => ({ rpc, calls: ms.length, p50: percentile(ms, 0.5).toFixed(1), p95: percentile(ms, 0.95).toFixed(1) })));
+    console.table([...requests.timings].map(([rpc, ms]) => ({ rpc, calls: ms.length, p50: percentile(ms, 0.5).toFixed(1), p95: percentile(ms, 0.95).toFixed(1) })));
   }
   const peerResults: Array<[string, PeerResult[] | Error]> = [];
   if (process.env.BENCH_PEERS !== '0') {

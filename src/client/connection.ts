@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import type { z } from 'zod';
 import type { Database, Json } from '../database.types.js';
 import { NotFoundError, toBatonError, ValidationError } from '../errors.js';
+import { batonFetch } from './http.js';
 
 /** A supabase-js client typed with the schema (src/database.types.ts, generated from the migrations). */
 export type BatonDb = SupabaseClient<Database>;
@@ -15,10 +16,14 @@ export interface ConnectOptions {
   accessToken?: string;
 }
 
-/** A supabase-js client for Baton: no sessions (agents are not users) and a WebSocket that Node 20 lacks. */
+/**
+ * A supabase-js client for Baton: no sessions (agents are not users), a WebSocket that Node 20 lacks,
+ * and a leaner fetch than Node's (src/client/http.ts).
+ */
 export function connect({ url, apiKey, accessToken }: ConnectOptions): BatonDb {
   return createClient<Database>(url, apiKey, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+    global: { fetch: batonFetch },
     realtime: { transport: WebSocket as never },
     ...(accessToken ? { accessToken: async () => accessToken } : {}),
   });

@@ -1,0 +1,60 @@
+/** The fetch Baton hands supabase-js: what supabase-js relies on, against a real HTTP server. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batonFetch } from '../src/client/http.js';
+import { freePort } from '../src/stack/ports.js';
+
+let server: http.Server;
+let base: string;
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === '/empty') return void res.writeHead(204).end();
+      if (req.url === '/slow') return void setTimeout(() => res.end('late'), 5000);
+      res.writeHead(201, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
+      res.end(JSON.stringify({ method: req.method, url: req.url, apikey: req.headers.apikey, body: Buffer.concat(chunks).toString() }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe('batonFetch', () => {
+  it('sends the method, headers and body, and answers with the status, every header and the body', async () => {
+    const res = await batonFetch(`${base}/rest/v1/rpc/x?a=1`, {
+      method: 'POST', headers: new Headers({ apikey: 'k', 'content-type': 'application/json' }), body: '{"p":1}',
+    });
+    expect(res.status).toBe(201);
+    expect(res.ok).toBe(true);
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
+    expect(await res.json()).toEqual({ method: 'POST', url: '/rest/v1/rpc/x?a=1', apikey: 'k', body: '{"p":1}' });
+  });
+
+  it('answers 204 with no body', async () => {
+    const res = await batonFetch(`${base}/empty`, { method: 'DELETE' });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+  });
+
+  it('stops when its signal aborts, as fetch does', async () => {
+    const err = await batonFetch(`${base}/slow`, { signal: AbortSignal.timeout(100) }).catch((e: unknown) => e);
+    expect((err as Error).name).toMatch(/AbortError|TimeoutError/);
+  });
+
+  it('reports an unreachable server as fetch does: a TypeError "fetch failed" whose cause says why', async () => {
+    const port = await freePort();
+    const err = await batonFetch(`http://127.0.0.1:${port}/`).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TypeError);
+    expect((err as Error).message).toBe('fetch failed');
+    expect(((err as Error).cause as { code?: string }).code).toBe('ECONNREFUSED');
+  });
+});
