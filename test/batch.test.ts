@@ -105,6 +105,29 @@ describe('batch RPCs', () => {
     expect(await sender.client.getTask(needsOutput.id)).toMatchObject({ status: 'in_progress' });
   });
 
+  it('completes a thousand outcomes in one request, each with its own token and result', async () => {
+    // Two senders: one may hand off 600 tasks a minute.
+    const senders = [await newAgent('thousand'), await newAgent('thousand')];
+    const holder = await newAgent('thousand-holder', { maxConcurrent: 1000 });
+    for (const [n, from] of senders.entries()) {
+      const made = await from.client.handoffMany(Array.from({ length: 500 }, (_, i) => ({ to: holder.id, title: `t${n * 500 + i}` })));
+      expect(made.filter((a) => a.code !== null)).toEqual([]);
+    }
+    const held = await holder.client.claimNext({ limit: 1000, start: true });
+    expect(held).toHaveLength(1000);
+    // Every hundredth with a wrong token; the ids as the caller may write them, in capitals.
+    const answers = await holder.client.reportOutcomes(held.map((t, i) => ({
+      taskId: i % 2 ? t.id.toUpperCase() : t.id,
+      claimToken: i % 100 === 7 ? crypto.randomUUID() : t.claim_token,
+      result: { status: 'success' as const, summary: t.title },
+    })));
+    expect(answers.map((x) => x.code ?? 'ok').filter((c) => c !== 'ok')).toEqual(Array(10).fill('BT007'));
+    expect(answers.filter((x, i) => x.status === 'completed' && x.task_id === held[i]!.id)).toHaveLength(990);
+    const [refused, done] = await Promise.all([held[7]!, held[8]!].map((t) => holder.client.getTask(t.id)));
+    expect(refused).toMatchObject({ status: 'in_progress', result: null });
+    expect(done).toMatchObject({ status: 'completed', result: { status: 'success', summary: held[8]!.title } });
+  });
+
   it('report and claim in one request: the outcomes free the slots the claim fills, and neither sinks the other', async () => {
     const sender = await newAgent('along');
     const worker = await newAgent('along-worker', { maxConcurrent: 2 });
