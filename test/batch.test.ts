@@ -1,8 +1,10 @@
 /** Batches: many hand-offs and outcomes in one request, each judged alone; daemons that never idle while work waits. */
+import diagnostics from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { OutcomeBatcher } from '../src/agent/outcomes.js';
 import { cliAs } from './cli.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { newAgent, runningTask, stack, uniqueId } from './helpers.js';
@@ -126,6 +128,30 @@ describe('batch RPCs', () => {
     const [refused, done] = await Promise.all([held[7]!, held[8]!].map((t) => holder.client.getTask(t.id)));
     expect(refused).toMatchObject({ status: 'in_progress', result: null });
     expect(done).toMatchObject({ status: 'completed', result: { status: 'success', summary: held[8]!.title } });
+  });
+
+  it('sends gathered outcomes at once when no other task is still working, without waiting out the window', async () => {
+    const sender = await newAgent('gather');
+    const holder = await newAgent('gather-holder', { maxConcurrent: 5 });
+    const tasks = await Promise.all(['a', 'b', 'c'].map((t) => runningTask(sender, holder, t)));
+    let reports = 0;
+    const count = (message: unknown) => {
+      if ((message as { request: { path: string } }).request.path.endsWith('/rpc/report_outcomes')) reports += 1;
+    };
+    diagnostics.subscribe('undici:request:create', count);
+    try {
+      let working = tasks.length;
+      // A window of a minute: only the last task reporting can send the batch within the test.
+      const batcher = new OutcomeBatcher(holder.client, { moreComing: () => working > 0, want: () => 0, claimed: () => undefined, lost: () => undefined }, 60_000);
+      const statuses = tasks.map((t) => {
+        working -= 1;
+        return batcher.submit({ taskId: t.id, claimToken: t.claim_token, result: { status: 'success' } });
+      });
+      expect(await Promise.all(statuses)).toEqual(['completed', 'completed', 'completed']);
+      expect(reports).toBe(1);
+    } finally {
+      diagnostics.unsubscribe('undici:request:create', count);
+    }
   });
 
   it('report and claim in one request: the outcomes free the slots the claim fills, and neither sinks the other', async () => {

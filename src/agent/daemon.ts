@@ -78,6 +78,8 @@ export class BatonAgent {
   private readonly outcomes: OutcomeBatcher;
   peers: AgentPresence[] = [];
   private readonly running = new Map<string, Running>();
+  /** The running tasks that have not reported yet: their outcomes may join the next batch. */
+  private readonly working = new Set<string>();
   private readonly log: Logger;
   private readonly schedules: ScheduledTask[] = [];
   private readonly poll: string;
@@ -110,6 +112,7 @@ export class BatonAgent {
     this.id = this.client.agentId;
     // With room for more work when outcomes go out, the same request claims it.
     this.outcomes = new OutcomeBatcher(this.client, {
+      moreComing: () => this.working.size > 0,
       want: (reporting) => {
         if (this.claiming || this.claimingAlong || this.stopping || this.drained() || this.suspectSince !== undefined
           || Object.keys(this.options.executors ?? {}).length === 0) return 0;
@@ -352,7 +355,9 @@ export class BatonAgent {
     const controller = new AbortController();
     const run: Running = { task, controller, done: Promise.resolve() };
     this.launched += 1;
+    this.working.add(task.id);
     run.done = this.execute(task, controller.signal).finally(() => {
+      this.working.delete(task.id);
       if (this.running.get(task.id) === run) this.running.delete(task.id);
       if (this.lastClaimFull && !this.stopping) {
         this.claimRound().catch((err: unknown) => this.log.error({ err }, 'claim failed'));
@@ -369,7 +374,7 @@ export class BatonAgent {
     if (!chosen) {
       // Not this agent's kind of work: rejected if addressed to it, else left for a capable peer.
       const reason = noExecutorReason(this.id, task, this.options.executors ?? {});
-      await this.report(log, started, () => this.client.decline(task.id, task.claim_token, reason),
+      await this.report(task.id, log, started, () => this.client.decline(task.id, task.claim_token, reason),
         task.to_agent === this.id ? 'declined: rejected, no executor' : 'declined: left for another agent, no executor', undefined, reason);
       return;
     }
@@ -381,13 +386,13 @@ export class BatonAgent {
       if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
       const result = toResult(value);
       // A result.handoff becomes the follow-up task in the same transaction as the completion.
-      await this.report(log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, result }), result.handoff ? 'completed, follow-up handed off' : 'completed');
+      await this.report(task.id, log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, result }), result.handoff ? 'completed, follow-up handed off' : 'completed');
     } catch (err) {
       if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
       if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) return this.refuseOutputs(task, err, log, started);
       const retry = err instanceof RetryableError;
       const message = err instanceof Error ? err.message : String(err);
-      await this.report(log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
+      await this.report(task.id, log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
     }
   }
 
@@ -399,7 +404,7 @@ export class BatonAgent {
     const problems = err instanceof OutputSchemaError ? err.problems : [{ path: '', message: err.message }];
     // The database turns a retry into a final failure once attempts run out.
     const retry = !task.problems?.length;
-    await this.report(log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, error: `outputs refused: ${err.message}`, retry, problems }),
+    await this.report(task.id, log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, error: `outputs refused: ${err.message}`, retry, problems }),
       retry ? 'outputs refused; running again with the problems' : 'outputs refused again; failed', err);
   }
 
@@ -407,7 +412,8 @@ export class BatonAgent {
    * Reports an outcome and returns the task as it now stands. A refusal because the claim was lost
    * (fencing) is logged, not thrown; a refusal of the outputs is thrown for the refusal policy.
    */
-  private async report(log: Logger, started: number, call: () => Promise<Task | TaskStatus>, what: string, err?: unknown, why?: string): Promise<TaskStatus | undefined> {
+  private async report(taskId: string, log: Logger, started: number, call: () => Promise<Task | TaskStatus>, what: string, err?: unknown, why?: string): Promise<TaskStatus | undefined> {
+    this.working.delete(taskId);
     try {
       const done = await this.persist(call, log, what);
       const status = typeof done === 'string' ? done : done.status;

@@ -1,5 +1,6 @@
 /**
- * Outcomes that finish within a few milliseconds of each other travel in one request (report_outcomes);
+ * Outcomes that finish within a few milliseconds of each other travel in one request (report_outcomes),
+ * which leaves at once when no other task is still working;
  * each still gets its own answer, as if it had been sent alone. When the daemon has room for more
  * work, the same request claims it (report_and_claim): one round trip instead of two.
  */
@@ -13,8 +14,10 @@ interface Waiting {
   reject(err: BatonError | Error): void;
 }
 
-/** How the daemon claims along with a report. */
+/** How the daemon claims along with a report, and whether more outcomes may come soon. */
 export interface ClaimAlong {
+  /** Whether a task is still working and may report soon; when none is, a batch goes at once. */
+  moreComing(): boolean;
   /** How many tasks to claim with a report of `reporting` outcomes; 0 reports only. */
   want(reporting: number): number;
   /** The tasks claimed (started), before the outcomes' answers are given. */
@@ -26,6 +29,7 @@ export interface ClaimAlong {
 export class OutcomeBatcher {
   private queue: Waiting[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private soon: NodeJS.Immediate | undefined;
 
   constructor(
     private readonly client: BatonClient,
@@ -39,13 +43,19 @@ export class OutcomeBatcher {
     return new Promise((resolve, reject) => {
       this.queue.push({ outcome, resolve, reject });
       if (this.queue.length >= this.maxBatch) this.flush();
+      // Waiting out the window is worth it only while some task may still report. Otherwise the batch
+      // goes as soon as this turn of the event loop is over, once the tasks whose reports were just
+      // answered have let go of their slots, so that it can claim them along.
+      else if (this.along?.moreComing() === false) this.soon ??= setImmediate(() => this.flush());
       else this.timer ??= setTimeout(() => this.flush(), this.windowMs);
     });
   }
 
   private flush(): void {
     clearTimeout(this.timer);
+    clearImmediate(this.soon);
     this.timer = undefined;
+    this.soon = undefined;
     const batch = this.queue.splice(0);
     if (batch.length === 0) return;
     const outcomes = batch.map((w) => w.outcome);
