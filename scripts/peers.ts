@@ -87,8 +87,11 @@ async function graphileWorker(connectionString: string): Promise<Peer> {
   const pool = new pg.Pool({ connectionString, max: 2 });
   pool.on('error', () => undefined);
   let runners: Runner[] = [];
+  // Each runner gets a pool of its own, as graphile-worker would make (concurrency + 2), but one that
+  // ignores the errors of idle connections when Postgres shuts down after the bench.
+  let runnerPools: pg.Pool[] = [];
   const logger = new Logger(() => () => undefined);
-  const options = { connectionString, concurrency: CONCURRENCY, pollInterval: 1000, noHandleSignals: true, logger };
+  const options = { concurrency: CONCURRENCY, pollInterval: 1000, noHandleSignals: true, logger };
   // Migrate once, before the workers race to.
   await runMigrations({ connectionString, logger });
   return {
@@ -102,8 +105,14 @@ async function graphileWorker(connectionString: string): Promise<Peer> {
       }
     },
     async startWorkers(queue, onJob) {
-      runners = await Promise.all(Array.from({ length: WORKERS }, () => runGraphile({
+      runnerPools = Array.from({ length: WORKERS }, () => {
+        const runnerPool = new pg.Pool({ connectionString, max: CONCURRENCY + 2 });
+        runnerPool.on('error', () => undefined);
+        return runnerPool;
+      });
+      runners = await Promise.all(runnerPools.map((runnerPool) => runGraphile({
         ...options,
+        pgPool: runnerPool,
         taskList: { [queue]: async (payload) => { onJob((payload as { sentAt?: number } | null)?.sentAt); } },
       })));
     },
@@ -116,7 +125,9 @@ async function graphileWorker(connectionString: string): Promise<Peer> {
     },
     async stopWorkers() {
       await Promise.all(runners.map((r) => r.stop()));
+      await Promise.all(runnerPools.map((p) => p.end()));
       runners = [];
+      runnerPools = [];
     },
     async close() {
       await pool.end();
