@@ -1,7 +1,7 @@
 /**
  * Outcomes that finish within a few milliseconds of each other travel in one request (report_outcomes),
- * which leaves at once when no other task is still working;
- * each still gets its own answer, as if it had been sent alone. When the daemon has room for more
+ * which leaves at the end of the event loop's turn when no other task is still working; each still
+ * gets its own answer, as if it had been sent alone. When the daemon has room for more
  * work, the same request claims it (report_and_claim): one round trip instead of two.
  */
 import type { BatonClient, Outcome } from '../client/agent.js';
@@ -16,7 +16,7 @@ interface Waiting {
 
 /** How the daemon claims along with a report, and whether more outcomes may come soon. */
 export interface ClaimAlong {
-  /** Whether a task is still working and may report soon; when none is, a batch goes at once. */
+  /** Whether a task is still working and may report soon; when none is, a batch does not wait out the window. */
   moreComing(): boolean;
   /** How many tasks to claim with a report of `reporting` outcomes; 0 reports only. */
   want(reporting: number): number;
