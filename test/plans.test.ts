@@ -1,14 +1,62 @@
 /**
- * Plans that must not read an agent's finished history. bench:flat measures them at a million finished
- * tasks; this checks the plan's shape on a smaller history, in a transaction that is rolled back.
+ * Plans that must not read an agent's finished history, and claims that must not read a whole queue.
+ * bench:flat measures them at a million finished tasks; these check them on a smaller history, in
+ * transactions that are rolled back.
  */
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { admin, database, uniqueId } from './helpers.js';
+import { admin, database, stack, uniqueId } from './helpers.js';
 
 const db = database();
+const QUEUE = 3000;
+
+/** A finished history loaded as bench:flat loads it, triggers off (the caller has them off). */
+const loadFinished = (client: pg.PoolClient | pg.Client, sender: string, worker: string) => client.query(`
+  insert into public.task_handoffs (id, from_agent, to_agent, title, status, claimed_by, attempts, created_at, completed_at, result, root_task_id)
+  select id, $1, $2, 'finished ' || n, 'completed', $2, 1, now() - make_interval(secs => n), now() - make_interval(secs => n), '{"status": "success"}', id
+  from (select gen_random_uuid() as id, n from generate_series(1, 20000) n) s`, [sender, worker]);
 
 interface PlanNode { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }
 const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+
+/**
+ * Tuples of task_handoffs one claim reads, in a transaction whose statistics were taken when nothing was
+ * pending (as after ANALYZE on a quiet queue) and that then holds a queue of QUEUE tasks.
+ */
+async function tuplesReadByClaim(addressed: boolean): Promise<{ read: number; claimed: number }> {
+  const sender = uniqueId('plan-sender');
+  const worker = uniqueId('plan-worker');
+  const capability = uniqueId('plan-cap');
+  await admin.createAgent({ id: sender });
+  await admin.createAgent({ id: worker, capabilities: [capability], maxConcurrent: 100 });
+  // A session of its own, so that no plan made before these statistics is reused.
+  const client = new pg.Client({ connectionString: stack.DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query('begin');
+    await client.query('set local session_replication_role = replica');
+    await loadFinished(client, sender, worker);
+    await client.query('analyze public.task_handoffs');
+    // The queue arrives after the statistics were taken.
+    await client.query(`
+      insert into public.task_handoffs (id, from_agent, to_agent, title, required_capabilities, created_at, root_task_id)
+      select id, $1, $2, 'queued ' || n, $3, now() - make_interval(secs => ${QUEUE} - n), id
+      from (select gen_random_uuid() as id, n from generate_series(1, ${QUEUE}) n) s`,
+      [sender, addressed ? worker : null, addressed ? [] : [capability]]);
+    await client.query('set local session_replication_role = origin');
+    await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`,
+      [JSON.stringify({ role: 'authenticated', agent_id: worker })]);
+    const read = async () => (await client.query<{ n: string }>(`
+      select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
+      from pg_catalog.pg_stat_xact_user_tables where relid = 'public.task_handoffs'::regclass`)).rows[0]!.n;
+    const before = Number(await read());
+    const { rowCount } = await client.query('select * from public.claim_next_tasks(10, null, null, true)');
+    return { read: Number(await read()) - before, claimed: rowCount ?? 0 };
+  } finally {
+    await client.query('rollback').catch(() => undefined);
+    await client.end();
+  }
+}
 
 describe('query plans', () => {
   it('lists an agent\'s open tasks under row-level security without reading its finished ones', async () => {
@@ -19,12 +67,9 @@ describe('query plans', () => {
     const client = await db.connect();
     try {
       await client.query('begin');
-      // A finished history loaded as bench:flat loads it, triggers off; the statistics see it.
+      // The statistics see the finished history.
       await client.query('set local session_replication_role = replica');
-      await client.query(`
-        insert into public.task_handoffs (id, from_agent, to_agent, title, status, claimed_by, attempts, created_at, completed_at, result, root_task_id)
-        select id, $1, $2, 'finished ' || n, 'completed', $2, 1, now() - make_interval(secs => n), now() - make_interval(secs => n), '{"status": "success"}', id
-        from (select gen_random_uuid() as id, n from generate_series(1, 20000) n) s`, [sender, worker]);
+      await loadFinished(client, sender, worker);
       await client.query('set local session_replication_role = origin');
       await client.query('analyze public.task_handoffs');
       await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`,
@@ -41,5 +86,19 @@ describe('query plans', () => {
       await client.query('rollback').catch(() => undefined);
       client.release();
     }
+  });
+
+  // Statistics taken while the queue was empty say nothing is pending; a claim planned on them once
+  // sorted every open task to take the first ten (O(queue) per claim, so a burst drained in O(queue²)).
+  it('claims broadcasts from the front of their queue, whatever the statistics say', async () => {
+    const { read, claimed } = await tuplesReadByClaim(false);
+    expect(claimed).toBe(10);
+    expect(read).toBeLessThan(QUEUE / 10);
+  });
+
+  it('claims tasks addressed to the agent from the front of its queue, whatever the statistics say', async () => {
+    const { read, claimed } = await tuplesReadByClaim(true);
+    expect(claimed).toBe(10);
+    expect(read).toBeLessThan(QUEUE / 10);
   });
 });
