@@ -4,8 +4,8 @@
 -- (…1400_lean_statements.sql) hold each queue in that order. But with statistics taken while little was
 -- pending (ANALYZE on a quiet queue, then a burst), the planner estimated one pending task and chose to
 -- read every open task through another index and sort them: a claim of 10 from a queue of 3,000 read
--- 9,000 rows (3,000 for the look before locking, 6,000 for the claim), so a burst drained in quadratic
--- time. bench:throughput ran into it on a long-lived stack: 1.75 ms of Postgres per task instead of 1.1.
+-- 9,041 rows of task_handoffs (test/plans.test.ts), so a burst drained in quadratic time. On a stack
+-- with a long history, a claim and completion cost 1.07-1.75 ms of Postgres per task instead of 0.86-0.93.
 --
 -- The statements that read the queues now run with sorting disabled, so the only plans left without a
 -- penalty are those that read an index in the queue's order and stop at the limit. They sit in two
