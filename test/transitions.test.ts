@@ -98,6 +98,36 @@ describe('status transitions', async () => {
     expect(reopened.error?.code).toBe('BT001');
   });
 
+  // The trigger checks a rule compiled from task_status_transitions; changing the table recompiles it.
+  it('follows task_status_transitions when an operator changes it', async () => {
+    const client = await db.connect();
+    try {
+      await client.query('begin');
+      const task = async (steps: TaskStatus[]) => {
+        const { rows } = await client.query<{ id: string }>(
+          `insert into task_handoffs (from_agent, to_agent, title) values ($1, $2, 'rule probe') returning id`, [sender.id, holder.id]);
+        for (const step of steps) {
+          await client.query(`update task_handoffs set status = $2, claimed_by = coalesce(claimed_by, $3) where id = $1`, [rows[0]!.id, step, holder.id]);
+        }
+        return rows[0]!.id;
+      };
+      const failed = await task(['claimed', 'in_progress', 'failed']);
+      const running = await task(['claimed', 'in_progress']);
+      await client.query(`insert into task_status_transitions (from_status, to_status, meaning) values ('failed', 'pending', 'an operator re-opens failures')`);
+      await client.query(`delete from task_status_transitions where from_status = 'in_progress' and to_status = 'completed'`);
+      await client.query(`update task_handoffs set status = 'pending', claimed_by = null where id = $1`, [failed]);
+      await client.query('savepoint refused');
+      await expect(client.query(`update task_handoffs set status = 'completed' where id = $1`, [running]))
+        .rejects.toMatchObject({ code: 'BT001', hint: 'From in_progress a task may become: pending, input_required, failed, cancelled.' });
+      await client.query('rollback to savepoint refused');
+      const { rows } = await client.query(`select status from task_handoffs where id = $1`, [failed]);
+      expect(rows[0].status).toBe('pending');
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
+  });
+
   it('keeps task history append-only', async () => {
     const id = await taskIn('claimed');
     await expect(db.query(`update task_events set note = 'rewritten' where task_id = $1`, [id]))
