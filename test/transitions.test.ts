@@ -122,6 +122,10 @@ describe('status transitions', async () => {
       await client.query('rollback to savepoint refused');
       const { rows } = await client.query(`select status from task_handoffs where id = $1`, [failed]);
       expect(rows[0].status).toBe('pending');
+      // With no transitions left, nothing may change.
+      await client.query('delete from task_status_transitions');
+      await expect(client.query(`update task_handoffs set status = 'cancelled' where id = $1`, [running]))
+        .rejects.toMatchObject({ code: 'BT001', hint: 'in_progress is final: nothing can change it.' });
     } finally {
       await client.query('rollback').catch(() => undefined);
       client.release();

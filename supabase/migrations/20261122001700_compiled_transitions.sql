@@ -28,8 +28,9 @@ begin
   execute pg_catalog.format($ddl$
     create or replace function baton_private.transition_allowed(from_status public.task_status, to_status public.task_status)
     returns boolean language sql stable parallel safe
-    as $body$ select coalesce(case from_status %s else false end, false) $body$
-  $ddl$, cases);
+    as $body$ select %s $body$
+  $ddl$, case when cases = '' then 'false' -- an empty table allows no change at all
+              else pg_catalog.format('coalesce(case from_status %s else false end, false)', cases) end);
 end
 $$;
 
