@@ -28,6 +28,10 @@ function run(script: string, args: string[], env: Record<string, string>): Promi
   });
 }
 
+// Each test starts the CLI six or seven times through the scripts (about 0.7 s each here); on a loaded
+// 2-core machine that passed the suite's 30 s once, so these have the scripts' own minute and more.
+const SCRIPTS_TIMEOUT = 90_000;
+
 describe('the compose scripts', () => {
   beforeAll(() => {
     // `baton` on the PATH, as the image has it.
@@ -55,7 +59,7 @@ describe('the compose scripts', () => {
     expect(again.out).toMatch(/coder: registered before/);
     expect(fs.readFileSync(path.join(tokens, 'coder.env'), 'utf8')).toBe(before);
     expect((await own.admin.listAgents()).map((a) => a.id).sort()).toEqual(['auditor', 'coder', 'lead', 'researcher', 'worker-1', 'worker-2', 'worker-3']);
-  });
+  }, SCRIPTS_TIMEOUT);
 
   it('gives each container one identity, the same one after a restart, and a gone container\'s to the next', async () => {
     const as = async (host: string) => run('worker.sh', ['health'], { HOSTNAME: host });
@@ -76,5 +80,5 @@ describe('the compose scripts', () => {
     expect(d.code, d.out).toBe(0);
     expect(d.out).toMatch(/container-d\) acts as worker-2/);
     expect(fs.readFileSync(path.join(tokens, 'workers', 'worker-2.lock', 'holder'), 'utf8').trim()).toBe('container-d');
-  });
+  }, SCRIPTS_TIMEOUT);
 });
