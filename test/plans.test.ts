@@ -23,7 +23,7 @@ const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatM
  * Tuples of task_handoffs one claim reads, in a transaction whose statistics were taken when nothing was
  * pending (as after ANALYZE on a quiet queue) and that then holds a queue of QUEUE tasks.
  */
-async function tuplesReadByClaim(addressed: boolean): Promise<{ read: number; claimed: number }> {
+async function tuplesReadByClaim(queue: 'broadcasts' | 'addressed' | 'elsewhere'): Promise<{ read: number; claimed: number }> {
   const sender = uniqueId('plan-sender');
   const worker = uniqueId('plan-worker');
   const capability = uniqueId('plan-cap');
@@ -38,11 +38,17 @@ async function tuplesReadByClaim(addressed: boolean): Promise<{ read: number; cl
     await loadFinished(client, sender, worker);
     await client.query('analyze public.task_handoffs');
     // The queue arrives after the statistics were taken.
-    await client.query(`
+    const enqueue = (count: number, to: string | null, capabilities: string[]) => client.query(`
       insert into public.task_handoffs (id, from_agent, to_agent, title, required_capabilities, created_at, root_task_id)
-      select id, $1, $2, 'queued ' || n, $3, now() - make_interval(secs => ${QUEUE} - n), id
-      from (select gen_random_uuid() as id, n from generate_series(1, ${QUEUE}) n) s`,
-      [sender, addressed ? worker : null, addressed ? [] : [capability]]);
+      select id, $1, $2, 'queued ' || n, $3, now() - make_interval(secs => $4 - n), id
+      from (select gen_random_uuid() as id, n from generate_series(1, $4) n) s`, [sender, to, capabilities, count]);
+    if (queue === 'broadcasts') await enqueue(QUEUE, null, [capability]);
+    if (queue === 'addressed') await enqueue(QUEUE, worker, []);
+    if (queue === 'elsewhere') {
+      // A backlog that this worker cannot take, and a few tasks it can.
+      await enqueue(QUEUE, null, [uniqueId('plan-other-cap')]);
+      await enqueue(10, null, [capability]);
+    }
     await client.query('set local session_replication_role = origin');
     await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`,
       [JSON.stringify({ role: 'authenticated', agent_id: worker })]);
@@ -91,14 +97,82 @@ describe('query plans', () => {
   // Statistics taken while the queue was empty say nothing is pending; a claim planned on them once
   // sorted every open task to take the first ten (O(queue) per claim, so a burst drained in O(queue²)).
   it('claims broadcasts from the front of their queue, whatever the statistics say', async () => {
-    const { read, claimed } = await tuplesReadByClaim(false);
+    const { read, claimed } = await tuplesReadByClaim('broadcasts');
     expect(claimed).toBe(10);
     expect(read).toBeLessThan(QUEUE / 10);
   });
 
   it('claims tasks addressed to the agent from the front of its queue, whatever the statistics say', async () => {
-    const { read, claimed } = await tuplesReadByClaim(true);
+    const { read, claimed } = await tuplesReadByClaim('addressed');
     expect(claimed).toBe(10);
     expect(read).toBeLessThan(QUEUE / 10);
+  });
+
+  // The same statistics say no task is held either: counting what the agent holds (for its free
+  // capacity) once read every open task of the project through another open-task index.
+  it('counts what an agent holds without reading a backlog it cannot take', async () => {
+    const { read, claimed } = await tuplesReadByClaim('elsewhere');
+    expect(claimed).toBe(10);
+    expect(read).toBeLessThan(QUEUE / 10);
+  });
+
+  it('reads the inbox and the count of held tasks in index order, with index scans that mark finished tasks as they pass', async () => {
+    const sender = uniqueId('plan-sender');
+    const worker = uniqueId('plan-worker');
+    const capability = uniqueId('plan-cap');
+    await admin.createAgent({ id: sender });
+    await admin.createAgent({ id: worker, capabilities: [capability] });
+    const client = new pg.Client({ connectionString: stack.DATABASE_URL });
+    await client.connect();
+    const plans: Array<{ 'Query Text': string; Plan: PlanNode & { 'Index Name'?: string } }> = [];
+    client.on('notice', (notice) => {
+      if (notice.message?.includes('"Plan"')) plans.push(JSON.parse(notice.message.slice(notice.message.indexOf('{'))));
+    });
+    try {
+      await client.query('begin');
+      await client.query(`insert into public.task_handoffs (id, from_agent, to_agent, title, root_task_id)
+        select id, $1, $2, 'addressed', id from (select gen_random_uuid() as id) s`, [sender, worker]);
+      await client.query(`insert into public.task_handoffs (id, from_agent, required_capabilities, title, root_task_id)
+        select id, $1, $2, 'broadcast', id from (select gen_random_uuid() as id) s`, [sender, [capability]]);
+      await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`,
+        [JSON.stringify({ role: 'authenticated', agent_id: worker })]);
+      await client.query('select * from public.claim_next_tasks(1, $1, null, true)', [[capability]]);
+      await client.query("reset role");
+      // Every statement's plan, those inside functions too, comes back as a notice.
+      await client.query("load 'auto_explain'");
+      await client.query("set local auto_explain.log_min_duration = 0");
+      await client.query("set local auto_explain.log_nested_statements = on");
+      await client.query("set local auto_explain.log_format = 'json'");
+      await client.query("set local auto_explain.log_level = 'notice'");
+      await client.query("set local role authenticated");
+      const { rows } = await client.query('select title from public.my_tasks($1)', [['pending', 'claimed', 'in_progress', 'input_required']]);
+      expect(rows.map((r) => r.title).sort()).toEqual(['addressed', 'broadcast']);
+      const { rows: [held] } = await client.query('select id, claim_token from public.claim_next_tasks(1, null, null, true)');
+      await client.query('select * from public.check_claims($1, $2, true)', [[held.id], [held.claim_token]]);
+      const { rows: [report] } = await client.query('select * from public.report_outcomes($1)', [JSON.stringify([{ task_id: held.id, claim_token: held.claim_token }])]);
+      expect(report.status).toBe('completed');
+      await client.query('reset role');
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      await client.end();
+    }
+    const scansIn = (text: RegExp) => plans.filter((p) => text.test(p['Query Text']))
+      .flatMap((p) => nodes(p.Plan) as Array<PlanNode & { 'Index Name'?: string }>)
+      .filter((n) => n['Relation Name'] === 'task_handoffs' && n['Node Type'].endsWith('Scan'));
+    // The inbox: the front of each of the two indexes, merged; never a bitmap scan.
+    const inbox = scansIn(/union all/i);
+    expect(inbox.map((n) => `${n['Node Type']} ${n['Index Name']}`).sort())
+      .toEqual(['Index Scan task_handoffs_held_idx', 'Index Scan task_handoffs_open_to_agent_idx']);
+    // The count behind the free slots of the claim: the agent's own held tasks, nothing else.
+    const count = scansIn(/count\(\*\)/i);
+    expect(count.length).toBeGreaterThan(0);
+    expect(count.every((n) => n['Index Name'] === 'task_handoffs_held_idx')).toBe(true);
+    // A renewal and a report find the held tasks they name by primary key, never through an index of
+    // every open task.
+    for (const statement of [/set lease_expires_at = now\(\)/, /with completed as/]) {
+      const scans = scansIn(statement);
+      expect(scans.length, String(statement)).toBeGreaterThan(0);
+      expect(scans.map((n) => n['Index Name']), String(statement)).toEqual(scans.map(() => 'task_handoffs_pkey'));
+    }
   });
 });
