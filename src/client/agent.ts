@@ -413,7 +413,7 @@ export class BatonClient {
   async listTasks({ box = 'mine', status, limit = 50 }: TaskFilter = {}): Promise<Task[]> {
     // The inbox is an RPC: it reads the open tasks from the front of their indexes, where this OR of
     // two columns would be a bitmap scan that revisits every task finished since the last vacuum.
-    if (box === 'mine') return unwrap(this.db.rpc('my_tasks', { p_statuses: status?.length ? status : undefined, p_limit: limit }), Tasks);
+    if (box === 'mine') return unwrap(this.db.rpc('my_tasks', { p_statuses: status?.length ? status : TaskStatus.options, p_limit: limit }), Tasks);
     const me = this.agentId;
     let query = this.db.from('task_handoffs').select('*');
     if (box === 'sent') query = query.eq('from_agent', me);

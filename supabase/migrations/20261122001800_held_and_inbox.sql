@@ -74,7 +74,10 @@ end
 $$;
 revoke all on function baton_private.open_tasks_of(text, public.task_status[], integer) from public, anon, authenticated;
 
-create function public.my_tasks(p_statuses public.task_status[] default null, p_limit integer default 50)
+create function public.my_tasks(
+  p_statuses public.task_status[] default '{pending,claimed,in_progress,input_required}',
+  p_limit integer default 50
+)
 returns setof public.task_handoffs
 language plpgsql stable security definer set search_path = ''
 as $$
@@ -99,7 +102,7 @@ end
 $$;
 revoke all on function public.my_tasks(public.task_status[], integer) from public, anon;
 grant execute on function public.my_tasks(public.task_status[], integer) to authenticated;
-comment on function public.my_tasks is 'The caller''s inbox: tasks addressed to it or held by it (open ones unless p_statuses names others), highest priority first, then oldest. Open tasks are read from the front of their indexes, however long the history.';
+comment on function public.my_tasks is 'The caller''s inbox: tasks addressed to it or held by it, highest priority first, then oldest; the open ones unless p_statuses names others (null: every status). Open tasks are read from the front of their indexes, however long the history.';
 
 -- Statements that find held tasks by id. They test the status too, and with the same statistics the
 -- planner preferred reading every open task through task_handoffs_open_from_agent_idx (an index of
