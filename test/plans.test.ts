@@ -116,7 +116,7 @@ describe('query plans', () => {
     expect(read).toBeLessThan(QUEUE / 10);
   });
 
-  it('reads the inbox and the count of held tasks in index order, with index scans that mark finished tasks as they pass', async () => {
+  it('reads the inbox, held tasks, reports, renewals and the sweep\'s searches from their own indexes', async () => {
     const sender = uniqueId('plan-sender');
     const worker = uniqueId('plan-worker');
     const capability = uniqueId('plan-cap');
@@ -152,6 +152,10 @@ describe('query plans', () => {
       const { rows: [report] } = await client.query('select * from public.report_outcomes($1)', [JSON.stringify([{ task_id: held.id, claim_token: held.claim_token }])]);
       expect(report.status).toBe('completed');
       await client.query('reset role');
+      // The sweep's searches, as the sweep makes them.
+      await client.query("select * from baton_private.lapsed_claims('claimed')");
+      await client.query("select * from baton_private.lapsed_claims('in_progress')");
+      await client.query('select * from baton_private.overdue_tasks()');
     } finally {
       await client.query('rollback').catch(() => undefined);
       await client.end();
@@ -173,6 +177,12 @@ describe('query plans', () => {
       const scans = scansIn(statement);
       expect(scans.length, String(statement)).toBeGreaterThan(0);
       expect(scans.map((n) => n['Index Name']), String(statement)).toEqual(scans.map(() => 'task_handoffs_pkey'));
+    }
+    // The sweep reads the leases of held tasks and the deadlines of pending ones, each in its own index.
+    for (const [statement, index] of [[/order by t\.lease_expires_at/, 'task_handoffs_leases_idx'], [/order by t\.deadline/, 'task_handoffs_deadlines_idx']] as const) {
+      const scans = scansIn(statement);
+      expect(scans.length, String(statement)).toBeGreaterThan(0);
+      expect(scans.map((n) => n['Index Name']), String(statement)).toEqual(scans.map(() => index));
     }
   });
 });
