@@ -96,14 +96,15 @@ try {
   const backlog = Number(process.env.BENCH_BACKLOG ?? 20_000);
   // Statistics taken before the backlog came, as on a table whose history dwarfs its queue (autovacuum
   // analyzes a table again only after a tenth of it changed): they say no task is open.
+  // (Vacuum goes on as usual; only the analyzing waits.)
   await admin.query('analyze task_handoffs');
-  await admin.query('alter table task_handoffs set (autovacuum_enabled = off)');
+  await admin.query('alter table task_handoffs set (autovacuum_analyze_threshold = 2000000000)');
   for (let i = 0; i < backlog; i += 1000) {
     const tasks = Array.from({ length: Math.min(1000, backlog - i) }, (_, j) => ({ title: `other ${i + j}`, required_capabilities: ['someone-else'] }));
     await sender.query('select count(*) from handoff_tasks($1)', [JSON.stringify(tasks)]);
   }
   await measure(`behind ${backlog} tasks for another capability, statistics taken before them`, RUNS);
-  await admin.query('alter table task_handoffs reset (autovacuum_enabled)');
+  await admin.query('alter table task_handoffs reset (autovacuum_analyze_threshold)');
   await admin.query('analyze task_handoffs');
   await measure(`behind ${backlog} tasks for another capability, statistics that see them`, RUNS);
   if (process.env.BENCH_ABLATE) {
