@@ -2,7 +2,7 @@
 --
 -- Open tasks are a sliver of a table that keeps its history, so ANALYZE's sample rarely holds one: the
 -- planner then estimates that no task is open, and every partial index of open tasks looks equally
--- cheap to read whole. Two reads suffered from it:
+-- cheap to read whole. Among the reads that suffered from it (the others follow further down):
 --
 -- * The count of the tasks an agent holds, which every claim makes to know its free slots. With such
 --   statistics it read every open task of the project through task_handoffs_open_from_agent_idx (no
