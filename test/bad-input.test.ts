@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError, ValidationError } from '../src/errors.js';
 import type { Task } from '../src/schemas.js';
-import { admin, database, newAgent, refusal, type TestAgent } from './helpers.js';
+import { admin, database, newAgent, refusal, untyped, type TestAgent } from './helpers.js';
 
 const db = database();
 
@@ -77,6 +77,22 @@ describe('bad input', async () => {
     expect(read.title).toBe(title);
     expect(read.payload).toEqual(payload);
     expect((await bob.client.listTasks({ box: 'mine', limit: 500 })).map((t) => t.id)).toContain(existing.id);
+  });
+
+  it('refuses each task whose capabilities are not slugs in the database too, past the client', async () => {
+    const slug = (n: number) => `cap-${n}`;
+    const { data, error } = await untyped(alice.client.db).rpc('handoff_tasks', { p_tasks: [
+      { title: 'not a slug', required_capabilities: ['ok', 'Not A Slug'] },
+      { title: 'a null one', required_capabilities: [null] },
+      { title: 'an empty one', required_capabilities: ['ok', ''] },
+      { title: 'too many', required_capabilities: Array.from({ length: 33 }, (_, i) => slug(i)) },
+      { title: 'fine', required_capabilities: ['ok', 'a.b:c-d_e'] },
+      { title: 'as many as allowed', required_capabilities: Array.from({ length: 32 }, (_, i) => slug(i)) },
+    ] });
+    expect(error).toBeNull();
+    const answers = data as Array<{ index: number; task_id: string | null; code: string | null; hint: string | null }>;
+    expect(answers.map((a) => a.code)).toEqual(['BT005', 'BT005', 'BT005', 'BT005', null, null]);
+    expect(answers[0]!.hint).toMatch(/lower-case letters/);
   });
 
   it('left every task stored before the bad input as it was', async () => {
