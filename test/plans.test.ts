@@ -24,7 +24,7 @@ const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatM
  * Tuples of task_handoffs one claim reads, in a transaction whose statistics were taken when nothing was
  * pending (as after ANALYZE on a quiet queue) and that then holds a queue of QUEUE tasks.
  */
-async function tuplesReadByClaim(queue: 'broadcasts' | 'addressed'): Promise<{ read: number; claimed: number }> {
+async function tuplesReadByClaim(addressed: boolean): Promise<{ read: number; claimed: number }> {
   const sender = uniqueId('plan-sender');
   const worker = uniqueId('plan-worker');
   const capability = uniqueId('plan-cap');
@@ -39,12 +39,11 @@ async function tuplesReadByClaim(queue: 'broadcasts' | 'addressed'): Promise<{ r
     await loadFinished(client, sender, worker);
     await client.query('analyze public.task_handoffs');
     // The queue arrives after the statistics were taken.
-    const enqueue = (count: number, to: string | null, capabilities: string[]) => client.query(`
+    await client.query(`
       insert into public.task_handoffs (id, from_agent, to_agent, title, required_capabilities, created_at, root_task_id)
-      select id, $1, $2, 'queued ' || n, $3, now() - make_interval(secs => $4 - n), id
-      from (select gen_random_uuid() as id, n from generate_series(1, $4) n) s`, [sender, to, capabilities, count]);
-    if (queue === 'broadcasts') await enqueue(QUEUE, null, [capability]);
-    if (queue === 'addressed') await enqueue(QUEUE, worker, []);
+      select id, $1, $2, 'queued ' || n, $3, now() - make_interval(secs => ${QUEUE} - n), id
+      from (select gen_random_uuid() as id, n from generate_series(1, ${QUEUE}) n) s`,
+      [sender, addressed ? worker : null, addressed ? [] : [capability]]);
     await client.query('set local session_replication_role = origin');
     await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`,
       [JSON.stringify({ role: 'authenticated', agent_id: worker })]);
@@ -93,13 +92,13 @@ describe('query plans', () => {
   // Statistics taken while the queue was empty say nothing is pending; a claim planned on them once
   // sorted every open task to take the first ten (O(queue) per claim, so a burst drained in O(queue²)).
   it('claims broadcasts from the front of their queue, whatever the statistics say', async () => {
-    const { read, claimed } = await tuplesReadByClaim('broadcasts');
+    const { read, claimed } = await tuplesReadByClaim(false);
     expect(claimed).toBe(10);
     expect(read).toBeLessThan(QUEUE / 10);
   });
 
   it('claims tasks addressed to the agent from the front of its queue, whatever the statistics say', async () => {
-    const { read, claimed } = await tuplesReadByClaim('addressed');
+    const { read, claimed } = await tuplesReadByClaim(true);
     expect(claimed).toBe(10);
     expect(read).toBeLessThan(QUEUE / 10);
   });
