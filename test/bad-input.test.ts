@@ -95,6 +95,86 @@ describe('bad input', async () => {
     expect(answers[0]!.hint).toMatch(/lower-case letters/);
   });
 
+  it('refuses each bad result in the database, past the client, and completes the good ones beside it', async () => {
+    const deep = (levels: number): Record<string, unknown> => (levels === 0 ? {} : { a: deep(levels - 1) });
+    const results: Array<[unknown, RegExp | null]> = [
+      [{ status: 'success' }, null],
+      [{ status: 'partial', summary: 'half', metrics: { n: 1 } }, null],
+      [{ status: 'failed', summary: null, metrics: null }, null],
+      [{ status: 'success', artifacts: [{ name: 'a.md', path: 'out/a.md' }, { name: 'b', url: 'https://x.test/b' }] }, null],
+      [{ summary: 'no status' }, /result.status must be/],
+      [{ status: 1 }, /result.status must be/],
+      [{ status: 'done' }, /result.status must be/],
+      [{ status: 'success', summary: 42 }, /result.summary must be a string/],
+      [{ status: 'success', metrics: [1] }, /result.metrics must be an object/],
+      [{ status: 'success', artifacts: {} }, /result.artifacts must be an array/],
+      [{ status: 'success', artifacts: [{ name: 'a.md' }] }, /result.artifacts\[0\] needs a "name" and a "path" or "url"/],
+      [{ status: 'success', handoff: { title: 'next' } }, /result.handoff needs/],
+      [{ status: 'success', metrics: deep(40) }, /the result nests deeper than 32 levels/],
+      [{ status: 'success', summary: 'x'.repeat(270_000) }, /the result is \d+ bytes; the limit is 256 KiB/],
+      [[{ status: 'success' }], /a result must be a JSON object/],
+    ];
+    const carol = await newAgent('carol', { maxConcurrent: 50 });
+    const held = [];
+    for (const [i] of results.entries()) {
+      const task = await alice.client.handoff({ to: carol.id, title: `result ${i}` });
+      held.push(await carol.client.claim(task.id, { start: true }));
+    }
+    const { data, error } = await untyped(carol.client.db).rpc('report_outcomes', {
+      p_outcomes: held.map((t, i) => ({ task_id: t.id, claim_token: t.claim_token, result: results[i]![0] })),
+    });
+    expect(error).toBeNull();
+    const answers = data as Array<{ task_id: string; status: string | null; code: string | null; message: string | null; hint: string | null }>;
+    expect(answers.map((a) => a.task_id)).toEqual(held.map((t) => t.id));
+    for (const [i, [, refused]] of results.entries()) {
+      const answer = answers[i]!;
+      if (refused) {
+        expect(answer.code, `result ${i}`).toBe('BT005');
+        expect(answer.message, `result ${i}`).toMatch(refused);
+        expect(answer.hint, `result ${i}`).not.toBeNull();
+      } else {
+        expect(answer.status, `result ${i}`).toBe('completed');
+      }
+    }
+    const { rows } = await db.query('select id, status, result from task_handoffs where id = any($1)', [held.map((t) => t.id)]);
+    for (const [i, [result, refused]] of results.entries()) {
+      const row = rows.find((r) => r.id === held[i]!.id);
+      expect(row, `result ${i}`).toMatchObject(refused ? { status: 'in_progress', result: null } : { status: 'completed', result });
+    }
+    // One task at a time too, through complete_task.
+    const last = held.at(-2)!;
+    const err = await refusal(carol.client.complete(last.id, last.claim_token!, { status: 'success', summary: 'x'.repeat(270_000) }), 'BT005');
+    expect(err.message).toMatch(/256 KiB/);
+  });
+
+  it('stamps the messages agents write, and keeps result messages as sent', async () => {
+    const dave = await newAgent('dave');
+    const t = await alice.client.handoff({ to: dave.id, title: 'stamped' });
+    const held = await dave.client.claim(t.id, { start: true });
+    await dave.client.complete(t.id, held.claim_token!, { status: 'success', summary: 'ok' });
+    const { rows: [result] } = await db.query(
+      `select id, created_at, read_at, body from agent_messages where task_id = $1 and kind = 'result'`, [t.id]);
+    expect(result).toMatchObject({ read_at: null, body: { status: 'completed', result: { status: 'success', summary: 'ok' } } });
+    expect(Math.abs(Date.now() - result.created_at.getTime())).toBeLessThan(60_000);
+    await expect(db.query(`update agent_messages set body = '{"status": "failed"}' where id = $1`, [result.id])).rejects.toThrow(/a sent message cannot change/);
+    // A note an agent writes cannot carry its own time or read mark, and gets the time of its insert, unread.
+    const forged = await untyped(dave.client.db).from('agent_messages').insert({
+      from_agent: dave.id, to_agent: alice.id, kind: 'note', body: { text: 'hi' }, created_at: '2001-01-01T00:00:00Z',
+    });
+    expect(forged.error?.code).toBe('42501');
+    const { data, error } = await untyped(dave.client.db).from('agent_messages').insert({
+      from_agent: dave.id, to_agent: alice.id, kind: 'note', body: { text: 'hi' },
+    }).select().single();
+    expect(error).toBeNull();
+    expect(data).toMatchObject({ read_at: null, kind: 'note' });
+    expect(Math.abs(Date.now() - new Date((data as { created_at: string }).created_at).getTime())).toBeLessThan(60_000);
+    // An agent cannot write a result message itself.
+    const result2 = await untyped(dave.client.db).from('agent_messages').insert({
+      from_agent: dave.id, to_agent: alice.id, kind: 'result', body: { status: 'completed' },
+    });
+    expect(result2.error?.code).toBe('42501');
+  });
+
   it('left every task stored before the bad input as it was', async () => {
     const after = (await stored()).filter((row) => (snapshot as Array<{ id: string }>).some((s) => s.id === row.id));
     expect(after).toEqual(snapshot);
