@@ -115,7 +115,7 @@ describe('bad input', async () => {
       [[{ status: 'success' }], /a result must be a JSON object/],
     ];
     const carol = await newAgent('carol', { maxConcurrent: 50 });
-    const held = [];
+    const held: Task[] = [];
     for (const [i] of results.entries()) {
       const task = await alice.client.handoff({ to: carol.id, title: `result ${i}` });
       held.push(await carol.client.claim(task.id, { start: true }));
