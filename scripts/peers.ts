@@ -137,44 +137,56 @@ async function graphileWorker(connectionString: string): Promise<Peer> {
 
 export const peers = { 'pg-boss 10': pgBoss, 'graphile-worker 0.16': graphileWorker } as const;
 
-/** Runs one peer's throughput runs and its latency run; the peer is stopped before this returns. */
-export async function benchPeer(name: keyof typeof peers, connectionString: string, tasks: number, runs: number): Promise<PeerResult[]> {
+/** One peer, open on the stack's Postgres: its throughput runs, one at a time, then its latency run. */
+export interface OpenPeer {
+  /** One run of `tasks` no-op jobs: bulk insert, then four workers × 10 draining them. */
+  run(queue: string, tasks: number): Promise<PeerResult>;
+  /** Send → start latency with idle workers, over 60 jobs. */
+  latency(): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+export async function openPeer(name: keyof typeof peers, connectionString: string): Promise<OpenPeer> {
   const peer = await peers[name](connectionString);
-  const results: PeerResult[] = [];
-  try {
-    // Run 0 warms up (connections, plans, caches) and is not counted.
-    for (let run = 0; run <= runs; run += 1) {
-      const queue = `noop_${run}`;
-      const cpuBefore = cpuSplit();
-      const started = performance.now();
-      await peer.insert(queue, tasks);
-      const inserted = performance.now();
-      await peer.startWorkers(queue, () => undefined);
-      while (await peer.openJobs(queue) > 0) await sleep(50);
-      const drained = performance.now();
-      const cpu = cpuMsPer(cpuBefore, cpuSplit(), tasks);
-      await peer.stopWorkers();
-      if (run === 0) continue;
-      results.push({
-        insertsPerSecond: tasks / ((inserted - started) / 1000),
-        jobsPerSecond: tasks / ((drained - started) / 1000),
-        cpuMsPerJob: cpu,
-        latencies: [],
-      });
-    }
-    const latencies: number[] = [];
-    await peer.startWorkers('latency', (sentAt) => { if (sentAt) latencies.push(Date.now() - sentAt); });
-    await sleep(1500);
-    for (let i = 0; i < 60; i += 1) {
-      await peer.send('latency', Date.now());
-      await sleep(100 + Math.random() * 100);
-    }
-    await sleep(3000);
-    await peer.stopWorkers();
-    results[0]!.latencies = latencies;
-    return results;
-  } finally {
-    await peer.stopWorkers().catch(() => undefined);
-    await peer.close();
-  }
+  return {
+    async run(queue, tasks) {
+      try {
+        const cpuBefore = cpuSplit();
+        const started = performance.now();
+        await peer.insert(queue, tasks);
+        const inserted = performance.now();
+        await peer.startWorkers(queue, () => undefined);
+        while (await peer.openJobs(queue) > 0) await sleep(50);
+        const drained = performance.now();
+        const cpu = cpuMsPer(cpuBefore, cpuSplit(), tasks);
+        return {
+          insertsPerSecond: tasks / ((inserted - started) / 1000),
+          jobsPerSecond: tasks / ((drained - started) / 1000),
+          cpuMsPerJob: cpu,
+          latencies: [],
+        };
+      } finally {
+        await peer.stopWorkers();
+      }
+    },
+    async latency() {
+      const latencies: number[] = [];
+      try {
+        await peer.startWorkers('latency', (sentAt) => { if (sentAt) latencies.push(Date.now() - sentAt); });
+        await sleep(1500);
+        for (let i = 0; i < 60; i += 1) {
+          await peer.send('latency', Date.now());
+          await sleep(100 + Math.random() * 100);
+        }
+        await sleep(3000);
+      } finally {
+        await peer.stopWorkers();
+      }
+      return latencies;
+    },
+    async close() {
+      await peer.stopWorkers().catch(() => undefined);
+      await peer.close();
+    },
+  };
 }

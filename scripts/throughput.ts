@@ -1,8 +1,9 @@
 /**
  * Throughput on the embedded stack: bulk hand-offs, then four in-process daemons (maxConcurrent 10,
  * polling every second) draining no-op broadcasts end to end; HTTP requests and Postgres CPU per task;
- * and hand-off → start latency with idle daemons. Then the same workload for pg-boss and
- * graphile-worker on the same Postgres (scripts/peers.ts), and one table with the ratios.
+ * and hand-off → start latency with idle daemons. The same workload for pg-boss and graphile-worker
+ * on the same Postgres (scripts/peers.ts), their runs alternating with Baton's, and one table with
+ * the ratios.
  * Medians of BENCH_RUNS runs, after one warm-up run each that is not counted.
  *
  *   npm run bench:throughput
@@ -13,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, parseSigningKey, type BatonAgent } from '../src/index.js';
-import { benchPeer, peers, type PeerResult } from './peers.js';
+import { openPeer, peers, type OpenPeer, type PeerResult } from './peers.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
 import { startStackProcess } from './stack-process.js';
 import { logRequests } from './requests.js';
@@ -49,6 +50,34 @@ try {
   const sender = await connect('sender');
   const results: Array<{ handoffsPerSecond: number; tasksPerSecond: number; requestsPerTask: number; cpuMsPerTask: CpuSplit }> = [];
 
+  // The peers, on the same Postgres. Their runs alternate with Baton's, run by run, so that the
+  // machine's drift during the bench falls on the three alike and the ratios hold.
+  const opened: Array<[keyof typeof peers, OpenPeer | Error]> = [];
+  if (process.env.BENCH_PEERS !== '0') {
+    for (const name of Object.keys(peers) as Array<keyof typeof peers>) {
+      opened.push([name, await openPeer(name, env.DATABASE_URL).catch((err: unknown) => err as Error)]);
+    }
+  }
+  const peerResults = new Map<keyof typeof peers, PeerResult[] | Error>(opened.map(([name, peer]) => [name, peer instanceof Error ? peer : []]));
+  const peerTurns = async (run: number) => {
+    for (const [name, peer] of opened) {
+      const done = peerResults.get(name);
+      if (peer instanceof Error || done instanceof Error) continue;
+      try {
+        const r = await peer.run(`noop_${run}`, TASKS);
+        if (run === 0) {
+          say(`${name} warm-up: ${r.jobsPerSecond.toFixed(0)} tasks/s end to end (not counted)`);
+          continue;
+        }
+        done!.push(r);
+        say(`${name} run ${run}: ${r.jobsPerSecond.toFixed(0)} tasks/s end to end, ${r.insertsPerSecond.toFixed(0)} inserts/s, `
+          + `CPU ms/task: Postgres ${r.cpuMsPerJob.postgres.toFixed(2)}, its Node ${r.cpuMsPerJob.node.toFixed(2)}`);
+      } catch (err) {
+        peerResults.set(name, err as Error);
+      }
+    }
+  };
+
   // Run 0 warms up and is not counted: PostgREST's new connections compile each PL/pgSQL function and
   // plan its statements once, which a long-running stack has long done.
   for (let run = 0; run <= RUNS; run += 1) {
@@ -83,11 +112,12 @@ try {
     };
     if (run === 0) {
       say(`warm-up: ${result.tasksPerSecond.toFixed(0)} tasks/s end to end, Postgres ${cpu.postgres.toFixed(2)} ms CPU per task (not counted)`);
-      continue;
+    } else {
+      results.push(result);
+      say(`run ${run}: ${result.tasksPerSecond.toFixed(0)} tasks/s end to end, ${result.handoffsPerSecond.toFixed(0)} hand-offs/s, `
+        + `${result.requestsPerTask.toFixed(2)} requests/task, CPU ms/task: Postgres ${cpu.postgres.toFixed(2)}, PostgREST ${cpu.postgrest.toFixed(2)}, gateway ${cpu.gateway.toFixed(2)}, agents ${cpu.node.toFixed(2)}`);
     }
-    results.push(result);
-    say(`run ${run}: ${result.tasksPerSecond.toFixed(0)} tasks/s end to end, ${result.handoffsPerSecond.toFixed(0)} hand-offs/s, `
-      + `${result.requestsPerTask.toFixed(2)} requests/task, CPU ms/task: Postgres ${cpu.postgres.toFixed(2)}, PostgREST ${cpu.postgrest.toFixed(2)}, gateway ${cpu.gateway.toFixed(2)}, agents ${cpu.node.toFixed(2)}`);
+    await peerTurns(run);
   }
 
   // Hand-off → start with idle daemons polling every second.
@@ -111,11 +141,17 @@ try {
     console.table(top);
     console.table([...requests.timings].map(([rpc, ms]) => ({ rpc, calls: ms.length, p50: percentile(ms, 0.5).toFixed(1), p95: percentile(ms, 0.95).toFixed(1) })));
   }
-  const peerResults: Array<[string, PeerResult[] | Error]> = [];
-  if (process.env.BENCH_PEERS !== '0') {
-    for (const name of Object.keys(peers) as Array<keyof typeof peers>) {
-      say(`${name}…`);
-      peerResults.push([name, await benchPeer(name, env.DATABASE_URL, TASKS, RUNS).catch((err: unknown) => err as Error)]);
+  // Each peer's send → start latency with idle workers, then the peer is closed.
+  for (const [name, peer] of opened) {
+    if (peer instanceof Error) continue;
+    const done = peerResults.get(name);
+    try {
+      const latencies = await peer.latency();
+      if (Array.isArray(done) && done.length > 0) done[0]!.latencies = latencies;
+    } catch (err) {
+      peerResults.set(name, err as Error);
+    } finally {
+      await peer.close();
     }
   }
 
@@ -129,7 +165,8 @@ try {
   });
   const columns: Array<[string, Row | Error]> = [
     ['Baton', rowOf(results.map((r) => ({ e2e: r.tasksPerSecond, handoffs: r.handoffsPerSecond, requests: r.requestsPerTask, cpu: r.cpuMsPerTask })), latencies)],
-    ...peerResults.map(([name, r]): [string, Row | Error] => [name, r instanceof Error ? r
+    ...[...peerResults].map(([name, r]): [string, Row | Error] => [name, r instanceof Error ? r
+      : r.length === 0 ? new Error('no run finished')
       : rowOf(r.map((x) => ({ e2e: x.jobsPerSecond, handoffs: x.insertsPerSecond, cpu: x.cpuMsPerJob })), r[0]!.latencies)]),
   ];
   const baton = columns[0]![1] as Row;
