@@ -33,6 +33,8 @@ fs.chmodSync(dir, 0o755);
 // The stack runs in a process of its own, as beside real agents: its gateway's CPU is counted apart.
 const stack = await startStackProcess(dir);
 const db = new pg.Pool({ connectionString: stack.env.DATABASE_URL, max: 2 });
+// The peers, opened in the run below and closed at its end, whatever happens.
+const opened: Array<[keyof typeof peers, OpenPeer | Error]> = [];
 try {
   const { env } = stack;
   // An operator raising the quotas for a bulk run, as the README says to.
@@ -52,7 +54,6 @@ try {
 
   // The peers, on the same Postgres. Their runs alternate with Baton's, run by run, so that the
   // machine's drift during the bench falls on the three alike and the ratios hold.
-  const opened: Array<[keyof typeof peers, OpenPeer | Error]> = [];
   if (process.env.BENCH_PEERS !== '0') {
     for (const name of Object.keys(peers) as Array<keyof typeof peers>) {
       opened.push([name, await openPeer(name, env.DATABASE_URL).catch((err: unknown) => err as Error)]);
@@ -141,7 +142,7 @@ try {
     console.table(top);
     console.table([...requests.timings].map(([rpc, ms]) => ({ rpc, calls: ms.length, p50: percentile(ms, 0.5).toFixed(1), p95: percentile(ms, 0.95).toFixed(1) })));
   }
-  // Each peer's send → start latency with idle workers, then the peer is closed.
+  // Each peer's send → start latency with idle workers.
   for (const [name, peer] of opened) {
     if (peer instanceof Error) continue;
     const done = peerResults.get(name);
@@ -150,8 +151,6 @@ try {
       if (Array.isArray(done) && done.length > 0) done[0]!.latencies = latencies;
     } catch (err) {
       peerResults.set(name, err as Error);
-    } finally {
-      await peer.close();
     }
   }
 
@@ -191,6 +190,7 @@ try {
     (r) => r.cpu.postgres + r.cpu.postgrest + r.cpu.gateway + r.cpu.node);
   line('hand-off → start, idle workers, p50 / p95 ms', (r) => `${n0(r.p50)} / ${n0(r.p95)}`);
 } finally {
+  for (const [, peer] of opened) if (!(peer instanceof Error)) await peer.close().catch(() => undefined);
   await db.end();
   await stack.stop();
   fs.rmSync(dir, { recursive: true, force: true });
