@@ -3,7 +3,7 @@ import diagnostics from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { OutcomeBatcher } from '../src/agent/outcomes.js';
 import { cliAs } from './cli.js';
 import { daemon, eventually } from './daemon-helpers.js';
@@ -185,7 +185,9 @@ describe('batch RPCs', () => {
   it('from a JSON Lines file with the CLI, listing the refused lines', async () => {
     const sender = await newAgent('filer');
     const worker = await newAgent('worker');
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'baton-jsonl-')), 'tasks.jsonl');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-jsonl-'));
+    onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'tasks.jsonl');
     fs.writeFileSync(file, [
       JSON.stringify({ to: worker.id, title: 'first' }), '', JSON.stringify({ to: worker.id, title: 'x'.repeat(300) }),
       JSON.stringify({ to: worker.id, title: 'third', payload: { k: 1 } }),
