@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger, run as runGraphile, runMigrations, type Runner } from 'graphile-worker';
 import PgBoss from 'pg-boss';
 import pg from 'pg';
+import { drained, startCounter } from './drain.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
 
 export interface PeerResult {
@@ -155,13 +156,14 @@ export async function openPeer(name: keyof typeof peers, connectionString: strin
         const started = performance.now();
         await peer.insert(queue, tasks);
         const inserted = performance.now();
-        await peer.startWorkers(queue, () => undefined);
-        while (await peer.openJobs(queue) > 0) await sleep(50);
-        const drained = performance.now();
+        const counter = startCounter();
+        await peer.startWorkers(queue, () => counter.count());
+        await drained(counter, tasks, async () => await peer.openJobs(queue) > 0);
+        const emptied = performance.now();
         const cpu = cpuMsPer(cpuBefore, cpuSplit(), tasks);
         return {
           insertsPerSecond: tasks / ((inserted - started) / 1000),
-          jobsPerSecond: tasks / ((drained - started) / 1000),
+          jobsPerSecond: tasks / ((emptied - started) / 1000),
           cpuMsPerJob: cpu,
           latencies: [],
         };

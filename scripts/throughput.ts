@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, parseSigningKey, type BatonAgent } from '../src/index.js';
+import { drained, startCounter } from './drain.js';
 import { openPeer, peers, type OpenPeer, type PeerResult } from './peers.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
 import { startStackProcess } from './stack-process.js';
@@ -84,9 +85,10 @@ try {
   for (let run = 0; run <= RUNS; run += 1) {
     const capability = `noop-${run}`;
     const workers = await Promise.all(Array.from({ length: DAEMONS }, (_, i) => connect(`worker-${run}-${i}`, [capability])));
+    const counter = startCounter();
     const daemons: BatonAgent[] = workers.map((w) => createAgent({
       url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: w.token, capabilities: [capability], maxConcurrent: 10,
-      poll: '* * * * * *', executors: { '*': () => undefined },
+      poll: '* * * * * *', executors: { '*': () => counter.count() },
     }));
     const cpuBefore = cpuSplit(stack.pid);
     const requestsBefore = requests.count;
@@ -96,18 +98,16 @@ try {
     }
     const handedOff = performance.now();
     await Promise.all(daemons.map((d) => d.start()));
-    for (;;) {
-      const { rows } = await db.query(`select count(*)::int as open from task_handoffs where from_agent = 'sender' and status in ('pending', 'claimed', 'in_progress', 'input_required') and $1 = any(required_capabilities)`, [capability]);
-      if (rows[0].open === 0) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const drained = performance.now();
+    await drained(counter, TASKS, async () => (await db.query(
+      `select exists (select from task_handoffs where from_agent = 'sender' and status in ('pending', 'claimed', 'in_progress', 'input_required') and $1 = any(required_capabilities)) as open`,
+      [capability])).rows[0].open as boolean);
+    const emptied = performance.now();
     const cpu = cpuMsPer(cpuBefore, cpuSplit(stack.pid), TASKS);
     const used = requests.count - requestsBefore;
     await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
     const result = {
       handoffsPerSecond: TASKS / ((handedOff - started) / 1000),
-      tasksPerSecond: TASKS / ((drained - started) / 1000),
+      tasksPerSecond: TASKS / ((emptied - started) / 1000),
       requestsPerTask: used / TASKS,
       cpuMsPerTask: cpu,
     };

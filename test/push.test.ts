@@ -63,6 +63,29 @@ describe('push', () => {
     await eventually(async () => heard.received.find((m) => m.event === 'work' && JSON.stringify(m.payload).includes(task.id)), 5000, 'the broadcast');
   });
 
+  it('announces a task that waits for another once, when that one completes, and not before', async () => {
+    const sender = await newAgent('planner');
+    const first = await newAgent('first-doer');
+    const second = await newAgent('second-doer');
+    const heard = await listen(second, `agent:${second.id}`);
+    expect(heard.outcome.status).toBe('SUBSCRIBED');
+    const before = await sender.client.handoff({ to: first.id, title: 'first' });
+    const after = await sender.client.handoff({ to: second.id, title: 'after the first', dependsOn: [before.id] });
+    // A message for the second agent that is not about the waiting task proves the channel delivered
+    // everything sent before it.
+    const marker = await sender.client.handoff({ to: second.id, title: 'marker' });
+    await eventually(async () => heard.received.some((m) => JSON.stringify(m.payload).includes(marker.id)) || undefined, 5000, 'the marker');
+    const naming = () => heard.received.filter((m) => m.event === 'work' && JSON.stringify(m.payload).includes(after.id));
+    expect(naming()).toEqual([]);
+
+    const held = await first.client.claim(before.id, { start: true });
+    await first.client.complete(held.id, held.claim_token);
+    const [released] = await eventually(async () => (naming().length ? naming() : undefined), 5000, 'the released task');
+    expect(released!.payload).toEqual({ tasks: [{ id: after.id, status: 'pending' }] });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(naming()).toHaveLength(1);
+  });
+
   it('refuses to let an agent listen on another agent\'s topic or a capability it lacks', async () => {
     const alice = await newAgent('alice');
     const mallory = await newAgent('mallory', { capabilities: ['lockpicking'] });
