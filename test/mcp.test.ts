@@ -143,6 +143,18 @@ describe('baton mcp', () => {
     expect((bad.content[0] as { text: string }).text).toMatch(/exactly one of text, base64 or path/);
   });
 
+  it('lists the agent\'s open tasks unless asked for other statuses', async () => {
+    const open = await use(a, 'handoff', { to: c.agent.id, title: 'still to do' });
+    const done = await use(a, 'handoff', { to: c.agent.id, title: 'done already' });
+    await use(c, 'claim', { task: done.task.id });
+    await use(c, 'complete', { task: done.task.id, summary: 'done' });
+    const ids = (listed: { tasks: Array<{ id: string }> }) => listed.tasks.map((t) => t.id);
+    const mine = ids(await use(c, 'list_tasks'));
+    expect(mine).toContain(open.task.id);
+    expect(mine).not.toContain(done.task.id);
+    expect(ids(await use(c, 'list_tasks', { status: ['completed'] }))).toEqual([done.task.id]);
+  });
+
   it('tells a subscriber to A\'s inbox when B hands A a follow-up', async () => {
     await a.client.subscribeResource({ uri: 'baton://inbox' });
     const before = a.updates.length;

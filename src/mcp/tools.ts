@@ -125,14 +125,18 @@ export function registerTools(server: McpServer, agent: McpAgent): void {
   // --- Seeing work -----------------------------------------------------------------------------------
 
   tool('list_tasks', 'List tasks',
-    'Lists tasks: "mine" (addressed to or held by you, the default), "sent" (by you), "claimable" (pending, for you or anyone) or "all" you can see.',
+    'Lists tasks: "mine" (addressed to or held by you, the default: the open ones unless status names others), '
+    + '"sent" (by you), "claimable" (pending, for you or anyone) or "all" you can see.',
     {
       box: z.enum(['mine', 'sent', 'claimable', 'all']).optional(),
-      status: z.array(TaskStatus).optional().describe('Only these statuses, e.g. ["pending","in_progress"].'),
+      status: z.array(TaskStatus).optional().describe('Only these statuses, e.g. ["completed","failed"] for what you finished.'),
       limit: z.number().int().min(1).max(500).optional(),
     },
     async ({ box = 'mine', status, limit }) => {
-      const tasks = await client.listTasks({ box: box === 'claimable' ? 'pending' : box, status, limit });
+      // Your own tasks default to the open ones, as `baton tasks` does: listed highest priority first,
+      // then oldest, finished work would crowd them out, and finding it reads the whole table.
+      const statuses = status ?? (box === 'mine' ? [...openStatuses] : undefined);
+      const tasks = await client.listTasks({ box: box === 'claimable' ? 'pending' : box, status: statuses, limit });
       agent.remember(tasks);
       return ok(tasks.length ? tasks.map(taskLine).join('\n') : 'No tasks.', { tasks: tasks.map(forModel) });
     }, { readOnlyHint: true });
