@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cliPath } from './cli.js';
 import { eventually } from './daemon-helpers.js';
-import { newAgent, stack } from './helpers.js';
+import { database, newAgent, stack } from './helpers.js';
 import { agentKeyEnv } from './keys-mode.js';
 
 const hasTmux = (() => {
@@ -17,9 +17,13 @@ const hasTmux = (() => {
 const tmux = (...args: string[]) => execFileSync('tmux', args, { encoding: 'utf8' });
 
 describe.skipIf(!hasTmux)('baton watch on a terminal', () => {
-  it('shows a hand-off move across the board, and quits on q', async () => {
+  const db = database();
+  it('shows a hand-off move across the board, behind more finished tasks than it lists, and quits on q', async () => {
     const boss = await newAgent('boss');
     const viewer = await newAgent('viewer');
+    // A history the board must look past: more urgent tasks than one listing holds, all cancelled.
+    await boss.client.handoffMany(Array.from({ length: 201 }, (_, i) => ({ to: viewer.id, title: `old ${i}`, priority: 'urgent' as const })));
+    await db.query("update task_handoffs set status = 'cancelled', status_reason = 'history' where from_agent = $1", [boss.id]);
     const session = `baton-board-${viewer.id}`;
     const env = { SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: viewer.token, NO_COLOR: '1' };
     const exports = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');

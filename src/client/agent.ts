@@ -409,6 +409,12 @@ export class BatonClient {
     });
   }
 
+  /** The tasks of `taskIds` that the agent can see, in no particular order; the others are left out. */
+  async getTasks(taskIds: string[]): Promise<Task[]> {
+    if (taskIds.length === 0) return [];
+    return unwrap(this.db.from('task_handoffs').select('*').in('id', taskIds.map((id) => parseInput(TaskId, id))), Tasks);
+  }
+
   /** Tasks the agent can see, highest priority first, then oldest. */
   async listTasks({ box = 'mine', status, limit = 50 }: TaskFilter = {}): Promise<Task[]> {
     // The inbox is an RPC: it reads the open tasks from the front of their indexes, where this OR of

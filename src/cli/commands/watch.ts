@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { agentTopics, PushListener, type PushedTask } from '../../agent/push.js';
 import type { BatonClient } from '../../client/agent.js';
 import { silentLogger } from '../../logger.js';
-import { finalStatuses, type Task, type TaskStatus } from '../../schemas.js';
+import { finalStatuses, openStatuses, type Task, type TaskStatus } from '../../schemas.js';
 import { drawBoard, type BoardEvent, type BoardState } from '../board.js';
 import { agentClient, configOf } from '../context.js';
 import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
@@ -68,9 +68,18 @@ async function board(client: BatonClient): Promise<void> {
   let refreshing: Promise<void> | undefined;
   const refresh = () => {
     refreshing ??= (async () => {
-      const [tasks, agents] = await Promise.all([client.listTasks({ box: 'all', limit: 200 }), client.discover()]);
+      // The open tasks, read from the front of their indexes however long the history is. What ended
+      // while the board watched is what left that list, read again by id and kept for ten minutes.
+      // (A listing of every status would come oldest first and, on a long-lived project, hold only
+      // finished tasks, and read the whole table to find them.)
+      const [open, agents] = await Promise.all([client.listTasks({ box: 'all', status: [...openStatuses], limit: 200 }), client.discover()]);
+      const listed = new Set(open.map((t) => t.id));
+      const left = state.tasks.filter((t) => !listed.has(t.id));
+      const reread = await client.getTasks(left.filter((t) => !isFinal(t.status)).map((t) => t.id));
       const recent = Date.now() - 10 * 60_000;
-      state.tasks = tasks.filter((t) => !isFinal(t.status) || Date.parse(t.updated_at) > recent);
+      const ended = [...reread, ...left].filter((t) => isFinal(t.status) && Date.parse(t.updated_at) > recent)
+        .sort((x, y) => Date.parse(y.updated_at) - Date.parse(x.updated_at));
+      state.tasks = [...open, ...ended];
       state.agents = agents;
       redraw();
     })().catch(() => undefined).finally(() => { refreshing = undefined; });
