@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { generateKeyPair, importJWK, SignJWT } from 'jose';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { createAdminClient } from '../src/client/admin.js';
 import { createBatonClient } from '../src/client/agent.js';
 import { loadOrCreateSecrets } from '../src/stack/state.js';
@@ -124,8 +124,9 @@ describe('agent tokens', () => {
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(/not a private ES256 JWK with a kid/);
     // A key from the real Supabase CLI, alone or as supabase/signing_keys.json holds it (an array).
-    const cli = await run(process.execPath, [require.resolve('supabase/dist/supabase.js'), 'gen', 'signing-key', '--algorithm', 'ES256'],
-      { cwd: fs.mkdtempSync(path.join(os.tmpdir(), 'baton-sbkey-')) });
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-sbkey-'));
+    onTestFinished(() => fs.rmSync(cwd, { recursive: true, force: true }));
+    const cli = await run(process.execPath, [require.resolve('supabase/dist/supabase.js'), 'gen', 'signing-key', '--algorithm', 'ES256'], { cwd });
     const jwk = cli.stdout.split('\n')[0]!;
     const fromCli = parseSigningKey(jwk, 'the Supabase CLI\'s key');
     expect(parseSigningKey(`[${jwk}]`, 'signing_keys.json')).toEqual(fromCli);
