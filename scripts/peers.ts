@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger, run as runGraphile, runMigrations, type Runner } from 'graphile-worker';
 import PgBoss from 'pg-boss';
 import pg from 'pg';
-import { drained, startCounter } from './drain.js';
+import { drained } from './drain.js';
 import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
 
 export interface PeerResult {
@@ -156,8 +156,8 @@ export async function openPeer(name: keyof typeof peers, connectionString: strin
         const started = performance.now();
         await peer.insert(queue, tasks);
         const inserted = performance.now();
-        const counter = startCounter();
-        await peer.startWorkers(queue, () => counter.count());
+        const counter = { started: 0 };
+        await peer.startWorkers(queue, () => { counter.started += 1; });
         await drained(counter, tasks, async () => await peer.openJobs(queue) > 0);
         const emptied = performance.now();
         const cpu = cpuMsPer(cpuBefore, cpuSplit(), tasks);
