@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, AgentPresence, Message, Task } from '../src/schemas.js';
-import { baton, cliAs, cliPath, parsed } from './cli.js';
+import { baton, cliAs, cliPath, parsed, type CliResult } from './cli.js';
 import { newAgent, stack, uniqueId } from './helpers.js';
 import { agentKeyEnv, operatorEnv } from './keys-mode.js';
 
@@ -191,11 +191,16 @@ describe('help', () => {
     'stack start', 'stack stop', 'stack status', 'stack env', 'stack serve', 'keys generate', 'keys public', 'watch', 'health', 'mcp',
     'retry', 'dead-letters', 'schedule add', 'schedule list', 'schedule remove',
   ];
+  // Forty-five CLI processes: four at a time, so that they do not starve the test files running beside
+  // them (all at once, a loaded 2-core run took over 30 s), with time for a slow machine.
   it('shows a real example for every command', async () => {
-    const results = await Promise.all(commands.map((c) => baton([...c.split(' '), '--help'])));
+    const results: CliResult[] = [];
+    for (let i = 0; i < commands.length; i += 4) {
+      results.push(...await Promise.all(commands.slice(i, i + 4).map((c) => baton([...c.split(' '), '--help']))));
+    }
     results.forEach((result, i) => {
       expect(result.code, commands[i]).toBe(0);
       expect(result.stdout, commands[i]).toMatch(new RegExp(`Example[^:]*:\\n\\s+(\\$ |.*\\s)baton ${commands[i]!.split(' ')[0]}`));
     });
-  });
+  }, 120_000);
 });

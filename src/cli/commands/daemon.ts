@@ -1,8 +1,6 @@
 /** Running an agent: agent run (the daemon), agent tick (one round), sweep. */
 import type { Command } from 'commander';
-import { createAgent, type AgentOptions } from '../../agent/daemon.js';
-import { loadAgentFile } from '../../agent/options.js';
-import { createLogger } from '../../logger.js';
+import type { AgentOptions, BatonAgent } from '../../agent/daemon.js';
 import type { BatonConfig } from '../../config.js';
 import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
@@ -19,9 +17,12 @@ interface DaemonFlags {
   grace?: number;
 }
 
-async function agentOptions(config: BatonConfig, flags: DaemonFlags): Promise<AgentOptions> {
+/** The daemon, its schedules and its logger load only when an agent runs, not for every command. */
+async function daemonOf(config: BatonConfig, flags: DaemonFlags): Promise<BatonAgent> {
+  const [{ createAgent }, { loadAgentFile }, { createLogger }] = await Promise.all([
+    import('../../agent/daemon.js'), import('../../agent/options.js'), import('../../logger.js')]);
   const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config) : {};
-  return {
+  const options: AgentOptions = {
     ...file,
     ...agentEndpoint(config),
     capabilities: flags.capabilities ?? file.capabilities,
@@ -32,6 +33,7 @@ async function agentOptions(config: BatonConfig, flags: DaemonFlags): Promise<Ag
     graceSeconds: flags.grace ?? file.graceSeconds,
     log: createLogger(),
   };
+  return createAgent(options);
 }
 
 function withDaemonOptions(command: Command): Command {
@@ -52,7 +54,7 @@ export function registerDaemon(agent: Command, program: Command): void {
 Example:
   $ BATON_AGENT_TOKEN=… baton agent run --config baton.agent.json`)
     .action(async (flags: DaemonFlags, command: Command) => {
-      const daemon = createAgent(await agentOptions(configOf(command), flags));
+      const daemon = await daemonOf(configOf(command), flags);
       // Listening before start: a signal during the first round still stops the daemon cleanly.
       const stopped = new Promise<void>((resolve) => {
         const shutdown = () => { daemon.stop().then(resolve, resolve); };
@@ -71,7 +73,7 @@ Example (system cron, every 15 minutes):
   */15 * * * * cd /srv/agent && BATON_AGENT_TOKEN=… baton agent tick --every 15m --config baton.agent.json`)
     .action(async (flags: DaemonFlags, command: Command) => {
       const config = configOf(command);
-      const daemon = createAgent(await agentOptions(config, flags));
+      const daemon = await daemonOf(config, flags);
       const { ran } = await daemon.tick();
       emit(config, { agent: daemon.id, ran }, () => `${daemon.id}: ran ${ran} task(s).`);
     });

@@ -1,8 +1,5 @@
 /** `baton mcp`: the agent's actions as a Model Context Protocol server over stdio. */
 import type { Command } from 'commander';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createLogger } from '../../logger.js';
-import { createBatonMcp } from '../../mcp/server.js';
 import { agentClient, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
 import { integer } from '../inputs.js';
@@ -27,6 +24,9 @@ In an MCP host's configuration:
     .action(async (opts: { push: boolean; poll?: number; paths: boolean }, command: Command) => {
       const config = configOf(command);
       const client = agentClient(config);
+      // The MCP SDK and the server load only when the command runs: `baton --help` and the other commands skip them.
+      const [{ StdioServerTransport }, { createLogger }, { createBatonMcp }] = await Promise.all([
+        import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../logger.js'), import('../../mcp/server.js')]);
       const log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: false });
       const mcp = createBatonMcp(client, { version, log, push: opts.push, pollSeconds: opts.poll, allowPaths: opts.paths });
       const transport = new StdioServerTransport();

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { createLogger } from '../../logger.js';
-import { startStack } from '../../stack/index.js';
 import { startInBackground, stopInBackground } from '../../stack/background.js';
 import { stackPaths } from '../../stack/paths.js';
 import { readRuntime, readSecrets, stackEnv } from '../../stack/state.js';
@@ -83,6 +81,8 @@ Example:
     .addHelpText('after', '\nExample:\n  $ baton stack serve --dir /data --api-host 0.0.0.0')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
+      // Postgres, PostgREST and the gateway load only for the command that runs them.
+      const [{ createLogger }, { startStack }] = await Promise.all([import('../../logger.js'), import('../../stack/index.js')]);
       const log = createLogger();
       const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
       await new Promise<void>((resolve) => {
