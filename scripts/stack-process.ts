@@ -20,7 +20,7 @@ export interface StackProcess {
 export async function startStackProcess(dir: string): Promise<StackProcess> {
   const apiPort = await freePort();
   const dbPort = await freePort([apiPort]);
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'stack', 'serve', '--dir', dir, '--api-port', String(apiPort), '--db-port', String(dbPort)],
+  const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []), '--import', 'tsx', cli, 'stack', 'serve', '--dir', dir, '--api-port', String(apiPort), '--db-port', String(dbPort)],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
