@@ -7,6 +7,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Two files at a time: vitest's default on 2 cores is one, and most files mostly wait (README, Development).
     maxWorkers: 2,
   },
 });

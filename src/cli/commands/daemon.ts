@@ -1,6 +1,7 @@
 /** Running an agent: agent run (the daemon), agent tick (one round), sweep. */
 import type { Command } from 'commander';
 import type { AgentOptions, BatonAgent } from '../../agent/daemon.js';
+import { createLogger } from '../../logger.js';
 import type { BatonConfig } from '../../config.js';
 import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
@@ -17,10 +18,9 @@ interface DaemonFlags {
   grace?: number;
 }
 
-/** The daemon, its schedules and its logger load only when an agent runs, not for every command. */
+/** The daemon and its schedules load only when an agent runs, not for every command. */
 async function daemonOf(config: BatonConfig, flags: DaemonFlags): Promise<BatonAgent> {
-  const [{ createAgent }, { loadAgentFile }, { createLogger }] = await Promise.all([
-    import('../../agent/daemon.js'), import('../../agent/options.js'), import('../../logger.js')]);
+  const [{ createAgent }, { loadAgentFile }] = await Promise.all([import('../../agent/daemon.js'), import('../../agent/options.js')]);
   const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config) : {};
   const options: AgentOptions = {
     ...file,

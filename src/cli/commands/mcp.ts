@@ -1,5 +1,6 @@
 /** `baton mcp`: the agent's actions as a Model Context Protocol server over stdio. */
 import type { Command } from 'commander';
+import { createLogger } from '../../logger.js';
 import { agentClient, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
 import { integer } from '../inputs.js';
@@ -25,8 +26,8 @@ In an MCP host's configuration:
       const config = configOf(command);
       const client = agentClient(config);
       // The MCP SDK and the server load only when the command runs: `baton --help` and the other commands skip them.
-      const [{ StdioServerTransport }, { createLogger }, { createBatonMcp }] = await Promise.all([
-        import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../logger.js'), import('../../mcp/server.js')]);
+      const [{ StdioServerTransport }, { createBatonMcp }] = await Promise.all([
+        import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../mcp/server.js')]);
       const log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: false });
       const mcp = createBatonMcp(client, { version, log, push: opts.push, pollSeconds: opts.poll, allowPaths: opts.paths });
       const transport = new StdioServerTransport();

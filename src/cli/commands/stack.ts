@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { createLogger } from '../../logger.js';
 import { startInBackground, stopInBackground } from '../../stack/background.js';
 import { stackPaths } from '../../stack/paths.js';
 import { readRuntime, readSecrets, stackEnv } from '../../stack/state.js';
@@ -82,7 +83,7 @@ Example:
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
       // Postgres, PostgREST and the gateway load only for the command that runs them.
-      const [{ createLogger }, { startStack }] = await Promise.all([import('../../logger.js'), import('../../stack/index.js')]);
+      const { startStack } = await import('../../stack/index.js');
       const log = createLogger();
       const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
       await new Promise<void>((resolve) => {
