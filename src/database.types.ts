@@ -134,14 +134,14 @@ isOneToOne: true
                   ]
                 },"agents": {
                   Row: {
-                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"display_name": string | null,"id": string,"is_active": boolean,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"status_message": string | null,"updated_at": string
+                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"display_name": string | null,"id": string,"incarnation": string | null,"incarnation_started_at": string | null,"is_active": boolean,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"status_message": string | null,"updated_at": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"display_name"?: string | null,"id": string,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"status_message"?: string | null,"updated_at"?: string
+                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"display_name"?: string | null,"id": string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"status_message"?: string | null,"updated_at"?: string
                   }
                   Update: {
-                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"display_name"?: string | null,"id"?: string,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"status_message"?: string | null,"updated_at"?: string
+                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"display_name"?: string | null,"id"?: string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"status_message"?: string | null,"updated_at"?: string
                   }
                   Relationships: [
                     
@@ -549,14 +549,14 @@ isOneToOne: false
           Views: {
             "agent_presence": {
                   Row: {
-                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"display_name": string | null,"id": string,"is_active": boolean,"is_online": boolean | null,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"status_message": string | null,"updated_at": string
+                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"display_name": string | null,"id": string,"incarnation": string | null,"incarnation_started_at": string | null,"is_active": boolean,"is_online": boolean | null,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"status_message": string | null,"updated_at": string
                   }
                   ComputedFields: never
                   Insert: {
-                           "capabilities"?: (string)[] | null,"comms_endpoint"?: string | null,"created_at"?: string | null,"display_name"?: string | null,"id"?: string | null,"is_active"?: boolean | null,"is_online"?: never,"last_heartbeat"?: string | null,"max_concurrent"?: number | null,"poll_interval"?: string | null,"skills_offered"?: Json | null,"status_message"?: string | null,"updated_at"?: string | null
+                           "capabilities"?: (string)[] | null,"comms_endpoint"?: string | null,"created_at"?: string | null,"display_name"?: string | null,"id"?: string | null,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean | null,"is_online"?: never,"last_heartbeat"?: string | null,"max_concurrent"?: number | null,"poll_interval"?: string | null,"skills_offered"?: Json | null,"status_message"?: string | null,"updated_at"?: string | null
                          }
                         Update: {
-                           "capabilities"?: (string)[] | null,"comms_endpoint"?: string | null,"created_at"?: string | null,"display_name"?: string | null,"id"?: string | null,"is_active"?: boolean | null,"is_online"?: never,"last_heartbeat"?: string | null,"max_concurrent"?: number | null,"poll_interval"?: string | null,"skills_offered"?: Json | null,"status_message"?: string | null,"updated_at"?: string | null
+                           "capabilities"?: (string)[] | null,"comms_endpoint"?: string | null,"created_at"?: string | null,"display_name"?: string | null,"id"?: string | null,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean | null,"is_online"?: never,"last_heartbeat"?: string | null,"max_concurrent"?: number | null,"poll_interval"?: string | null,"skills_offered"?: Json | null,"status_message"?: string | null,"updated_at"?: string | null
                          }
                         Relationships: [
                     
@@ -925,6 +925,9 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"begin_incarnation":
+{ Args: Record<PropertyKey, never>; Returns: Json
+                           },
 "cancel_task":
 { Args: { "p_reason"?: string,"p_task_id": string }; Returns: {
               "attempts": number,
@@ -1634,12 +1637,14 @@ isOneToOne: false
 { Args: { "p_agent_id": string }; Returns: number
                            },
 "send_heartbeat":
-{ Args: { "p_active"?: boolean,"p_poll_interval"?: string,"p_status_message"?: string }; Returns: {
+{ Args: { "p_active"?: boolean,"p_incarnation"?: string,"p_poll_interval"?: string,"p_status_message"?: string }; Returns: {
               "capabilities": (string)[],
 "comms_endpoint": string | null,
 "created_at": string,
 "display_name": string | null,
 "id": string,
+"incarnation": string | null,
+"incarnation_started_at": string | null,
 "is_active": boolean,
 "last_heartbeat": string | null,
 "max_concurrent": number,

@@ -13,6 +13,13 @@ export function parseDuration(text: string | number): number | undefined {
   return seconds > 0 ? seconds : undefined;
 }
 
+/** Seconds in an interval as Postgres prints it ("00:15:00", "1 day 02:00:00"); undefined if not one. */
+export function intervalSeconds(text: string | null | undefined): number | undefined {
+  const match = text ? /^(?:(\d+) days? )?(\d+):(\d+):(\d+(?:\.\d+)?)$/.exec(text) : null;
+  if (!match) return undefined;
+  return Number(match[1] ?? 0) * 86_400 + Number(match[2]) * 3600 + Number(match[3]) * 60 + Number(match[4]);
+}
+
 /** Seconds as the shortest of those forms that is exact: 900 reads 15m. */
 export function formatDuration(seconds: number): string {
   for (const unit of ['d', 'h', 'm'] as const) {

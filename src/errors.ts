@@ -68,9 +68,15 @@ export class QuotaError extends BatonError {}
 export class BackoffError extends BatonError {}
 /** A task waits for tasks it depends on, or would depend on one that already failed. */
 export class DependencyError extends BatonError {}
+/** A later process started as the same agent and took over its claims; this one should stop. */
+export class SupersededError extends BatonError {}
 /** A task id prefix matches more than one task. */
 export class AmbiguousIdError extends BatonError {}
-/** Baton could not reach the API or the database. */
+/**
+ * The API or its database is not there now: the request never reached the database, or the database
+ * went away under it (restarting, crashed, refusing connections). Nothing was decided; the same call
+ * may be made again, and a daemon does so with backoff.
+ */
 export class ConnectionError extends BatonError {}
 
 type ErrorClass = new (context: ErrorContext) => BatonError;
@@ -92,10 +98,21 @@ export const batonErrorCodes = {
   BT013: QuotaError,
   BT014: BackoffError,
   BT015: DependencyError,
+  BT016: SupersededError,
 } satisfies Record<string, ErrorClass>;
 
 /** Codes from Postgres and PostgREST that reach Baton's callers. */
 const foreignErrorCodes: Record<string, ErrorClass> = {
+  PGRST000: ConnectionError, // PostgREST cannot connect to its database
+  PGRST001: ConnectionError, // PostgREST lost its database connection (internal error)
+  PGRST002: ConnectionError, // PostgREST is (re)loading its schema cache after a reconnect
+  PGRST003: ConnectionError, // PostgREST's pool had no free connection in time
+  '57P01': ConnectionError, // admin_shutdown: Postgres stopping or restarting under the request
+  '57P02': ConnectionError, // crash_shutdown: another backend crashed and Postgres resets
+  '57P03': ConnectionError, // cannot_connect_now: Postgres starting up or in recovery
+  '08000': ConnectionError, // connection_exception
+  '08003': ConnectionError, // connection_does_not_exist
+  '08006': ConnectionError, // connection_failure
   '42501': ForbiddenError, // insufficient_privilege, including a refused RLS write
   '22P02': ValidationError, // invalid_text_representation: bad uuid, unknown enum value
   '22023': ValidationError, // invalid_parameter_value
@@ -122,6 +139,18 @@ const foreignHints: Record<string, string> = {
   PGRST303: 'The token has expired; ask an operator for a new one: baton agent token <id>.',
 };
 
+/** What a gateway answers while what stands behind it is away (bad gateway, unavailable, timed out). */
+const unavailableStatuses = new Set([502, 503, 504]);
+const unavailableHint = 'The API or its database is restarting or down: try again shortly. A daemon retries on its own; for the local stack: baton stack status.';
+
+/**
+ * True for an error that says the API or its database is not there now (ConnectionError): the call
+ * decided nothing and may be made again. Any other error is an answer.
+ */
+export function isUnavailable(err: unknown): err is ConnectionError {
+  return err instanceof ConnectionError;
+}
+
 /**
  * Maps a PostgREST error (as supabase-js returns it) to a typed Baton error. An error without a code
  * never came from the database: the API could not be reached, or its gateway refused the API key.
@@ -141,6 +170,14 @@ export function toBatonError(
         hint: 'Check SUPABASE_PUBLISHABLE_KEY or SUPABASE_ANON_KEY (agents), SUPABASE_SECRET_KEY or SUPABASE_SERVICE_ROLE_KEY (operator commands), and that the token was signed with a key the project has; baton stack env prints the local stack\'s keys.',
       });
     }
+    if (status && unavailableStatuses.has(status)) {
+      return new ConnectionError({
+        code: 'UNAVAILABLE',
+        message: `${where} is unavailable (HTTP ${status}${error.message ? `: ${error.message}` : ''})`,
+        details: error.details ?? null,
+        hint: unavailableHint,
+      });
+    }
     // postgrest-js reports a failed fetch with an empty code and status 0.
     return new ConnectionError({
       code: 'CONNECTION',
@@ -154,12 +191,13 @@ export function toBatonError(
     });
   }
   const code = error.code;
-  const ErrorType: ErrorClass =
-    (batonErrorCodes as Record<string, ErrorClass>)[code] ?? foreignErrorCodes[code] ?? BatonError;
+  const ErrorType: ErrorClass = (batonErrorCodes as Record<string, ErrorClass>)[code] ?? foreignErrorCodes[code]
+    // A code of PostgREST's own that is not listed, answered with 502-504, still means "not there now".
+    ?? (status && unavailableStatuses.has(status) ? ConnectionError : BatonError);
   return new ErrorType({
     code,
     message: error.message,
     details: error.details ?? null,
-    hint: error.hint || foreignHints[code] || null,
+    hint: error.hint || foreignHints[code] || (ErrorType === ConnectionError ? unavailableHint : null),
   });
 }

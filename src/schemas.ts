@@ -71,6 +71,9 @@ export const Agent = z.object({
   max_concurrent: z.number().int(),
   /** How often the agent wakes, as Postgres prints an interval (e.g. "00:15:00"); null if never said. */
   poll_interval: z.string().nullable(),
+  /** The process running as this agent now (a daemon's, since it began: begin_incarnation). */
+  incarnation: z.uuid().nullable(),
+  incarnation_started_at: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -299,8 +302,19 @@ export const SweepReport = z.object({
   deadline_cancelled: z.number().int(),
   recurring_created: z.number().int(),
   retention_deleted: z.number().int(),
+  /** pg_cron runs the sweep (job baton-sweep): daemons leave it to pg_cron. */
+  scheduled: z.boolean(),
 });
 export type SweepReport = z.infer<typeof SweepReport>;
+
+/** What begin_incarnation did: the new process's id, and the claims of earlier processes it handed back. */
+export const Incarnation = z.object({
+  incarnation: z.uuid(),
+  requeued_unstarted: z.number().int(),
+  requeued_expired: z.number().int(),
+  dead_lettered: z.number().int(),
+});
+export type Incarnation = z.infer<typeof Incarnation>;
 
 /** A recurring hand-off: the sweep hands off `template` as `from_agent` at every slot of `schedule`. */
 export const RecurringHandoff = z.object({

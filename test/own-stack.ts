@@ -20,6 +20,8 @@ export interface OwnStack {
   admin: AdminClient;
   /** The stack's gateway, to stop and start again. */
   gateway: Stack['gateway'];
+  /** The stack's Postgres, to stop (an outage) and start again. */
+  database: Stack['database'];
   newAgent(prefix: string, options?: { capabilities?: string[]; maxConcurrent?: number }): Promise<TestAgent>;
 }
 
@@ -32,6 +34,7 @@ export function ownStack(prefix: string): OwnStack {
     env: undefined as unknown as StackEnv,
     admin: undefined as unknown as AdminClient,
     gateway: undefined as unknown as Stack['gateway'],
+    database: undefined as unknown as Stack['database'],
     async newAgent(agentPrefix: string, options: { capabilities?: string[]; maxConcurrent?: number } = {}): Promise<TestAgent> {
       const id = uniqueId(agentPrefix);
       const { token } = await own.admin.createAgent({ id, ...options });
@@ -43,6 +46,7 @@ export function ownStack(prefix: string): OwnStack {
     stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
     own.env = stack.env;
     own.gateway = stack.gateway;
+    own.database = stack.database;
     own.admin = adminFor(stack.env);
   });
   afterAll(async () => {

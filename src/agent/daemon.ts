@@ -9,7 +9,8 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
 import { agentApiKey, type AgentKeyOptions } from '../client/connection.js';
-import { BatonError, ConnectionError, MissingOutputsError, OutputSchemaError } from '../errors.js';
+import { BatonError, isUnavailable, MissingOutputsError, OutputSchemaError, SupersededError } from '../errors.js';
+import { intervalSeconds } from '../durations.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import { silentLogger } from '../logger.js';
 import { finalStatuses, type AgentPresence, type Message, type Task, type TaskStatus } from '../schemas.js';
@@ -65,6 +66,13 @@ interface Running {
 
 const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
 
+/** A peer that wakes at least this often (seconds) is a daemon, and takes its turn at the sweep. */
+const sweeperRhythmSeconds = 60;
+/** Where pg_cron runs the sweep, how often a daemon looks whether it still does. */
+const scheduledSweepCheckMs = 10 * 60_000;
+/** The longest wait between two tries at reporting an outcome while the API or database is away. */
+const maxReportRetryMs = 5_000;
+
 /** The longest rhythm the database accepts (baton_private.tg_agents__heard_from). */
 const maxEverySeconds = 7 * 86_400;
 
@@ -106,6 +114,12 @@ export class BatonAgent {
   private claimingAlong = false;
   /** Spreads the safety-net claims of many agents started together. */
   private readonly jitter = Math.random();
+  /** This process, as the database knows it (begin_incarnation); a later process of the agent supersedes it. */
+  private incarnation: string | undefined;
+  private superseded = false;
+  private markStopped!: () => void;
+  /** Settles once the agent has stopped: by stop(), or on its own when a later process took over the agent. */
+  readonly stopped = new Promise<void>((resolve) => { this.markStopped = resolve; });
 
   constructor(private readonly options: AgentOptions) {
     this.client = createBatonClient(options);
@@ -133,7 +147,7 @@ export class BatonAgent {
       lost: (err) => {
         this.claimingAlong = false;
         // Its claims may have been made without the answer arriving: the next claim round looks.
-        if (err instanceof ConnectionError) this.suspectSince ??= Date.now();
+        if (isUnavailable(err)) this.suspectSince ??= Date.now();
       },
     });
     this.log = (options.log ?? silentLogger).child({ agentId: this.id });
@@ -150,8 +164,11 @@ export class BatonAgent {
     if (this.started) return;
     this.started = true;
     await this.register();
+    await this.beginIncarnation();
     await this.beat();
     if (this.stopping) return;
+    // Its first turn at the sweep falls anywhere in its period: daemons started together spread out.
+    this.nextSweepAt = Date.now() + this.sweepPeriodMs() * Math.random();
     this.schedules.push(
       cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat` }),
       cron.schedule(this.poll, () => this.pollOnce(), { noOverlap: true, name: `${this.id}-poll` }),
@@ -184,6 +201,14 @@ export class BatonAgent {
   async stop({ graceSeconds = this.options.graceSeconds ?? agentDefaults.graceSeconds } = {}): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    try {
+      await this.windDown(graceSeconds);
+    } finally {
+      this.markStopped();
+    }
+  }
+
+  private async windDown(graceSeconds: number): Promise<void> {
     for (const schedule of this.schedules) await schedule.destroy();
     await this.push?.stop();
     for (const timer of this.wakeTimers) clearTimeout(timer);
@@ -202,8 +227,33 @@ export class BatonAgent {
       );
     }
     await settledWithin(all(), 2000);
-    await this.client.heartbeat(undefined, { active: false }).catch((err: unknown) => this.log.warn({ err }, 'could not mark inactive'));
+    // A superseded process leaves the agent's row to the process that took it over.
+    if (!this.superseded) {
+      await this.client.heartbeat(undefined, { active: false, incarnation: this.incarnation })
+        .catch((err: unknown) => this.log.warn({ err }, 'could not mark inactive'));
+    }
     this.log.info('agent stopped');
+  }
+
+  /**
+   * This process starts as the agent: whatever claims an earlier process left (killed, crashed, its
+   * machine gone) go back at once by the database's rule, instead of waiting for their leases while
+   * this process beats under the same id, and they stop counting against max_concurrent.
+   */
+  private async beginIncarnation(): Promise<void> {
+    const { incarnation, ...handedBack } = await this.client.beginIncarnation();
+    this.incarnation = incarnation;
+    if (Object.values(handedBack).some((n) => n > 0)) {
+      this.log.warn({ handedBack }, 'handed back the claims an earlier process of this agent left');
+    }
+  }
+
+  /** A later process started as this agent and took over its claims: this one steps aside. */
+  private standDown(reason: string): void {
+    if (this.superseded) return;
+    this.superseded = true;
+    this.log.error({ reason }, 'a later process took over this agent; stopping (run one daemon per agent)');
+    void this.stop({ graceSeconds: 0 });
   }
 
   /** Writes the agent's own row; its max_concurrent (set here or by an operator) is the capacity. */
@@ -222,11 +272,18 @@ export class BatonAgent {
       // call that can write records a beat) and looks at its peers now and then: a hundred idle agents
       // cost a few requests a second in all.
       const idle = this.push?.up && this.running.size === 0;
-      if (!idle || Date.now() - this.lastPollClaim >= this.slowPollMs()) await this.client.heartbeat();
+      if (!idle || Date.now() - this.lastPollClaim >= this.slowPollMs()) await this.client.heartbeat(undefined, { incarnation: this.incarnation });
       await this.checkClaims(true);
       this.beats += 1;
-      if (!idle || this.beats % 10 === 1) this.peers = (await this.client.discover()).filter((p) => p.id !== this.id);
+      if (!idle || this.beats % 10 === 1) {
+        const everyone = await this.client.discover();
+        // An idle process sends no heartbeat to be refused; its own row says who runs the agent now.
+        const me = everyone.find((p) => p.id === this.id);
+        if (this.incarnation && me?.incarnation && me.incarnation !== this.incarnation) return this.standDown(`agent ${this.id} began again at ${me.incarnation_started_at}`);
+        this.peers = everyone.filter((p) => p.id !== this.id);
+      }
     } catch (err) {
+      if (err instanceof SupersededError) return this.standDown(err.message);
       this.log.error({ err }, 'heartbeat failed');
     }
   }
@@ -238,16 +295,10 @@ export class BatonAgent {
   }
 
   private async pollRound(): Promise<void> {
-    // The sweep is the same for everyone: each daemon runs it now and then, not on every poll, and the
-    // database lets one run at a time.
     if (this.options.sweep !== false && Date.now() >= this.nextSweepAt) {
-      // With push up, agents share the sweep: together they sweep about every few seconds, each at most
-      // once per safety-net period.
-      const every = this.push?.up
-        ? Math.min(this.slowPollMs(), agentDefaults.sweepSeconds * 1000 * Math.max(1, this.peers.length / 4))
-        : agentDefaults.sweepSeconds * 1000;
-      this.nextSweepAt = Date.now() + every * (0.5 + Math.random());
-      const report = await this.client.sweep();
+      this.nextSweepAt = Date.now() + this.sweepPeriodMs();
+      const { scheduled, ...report } = await this.client.sweep();
+      if (scheduled) this.nextSweepAt = Date.now() + scheduledSweepCheckMs;
       if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');
     }
     await this.checkClaims(false);
@@ -256,6 +307,17 @@ export class BatonAgent {
     this.lastPollClaim = Date.now();
     await this.deliverResults();
     await this.claimRound();
+  }
+
+  /**
+   * The sweep is the same for everyone, and the database runs one at a time, so the fleet shares it:
+   * each of n daemons sweeps about every n × sweepSeconds (jittered), and together they sweep about
+   * every sweepSeconds whatever their number. Peers that wake less often (agents on a cron) are not
+   * counted; where pg_cron runs the sweep, daemons leave it to pg_cron.
+   */
+  private sweepPeriodMs(): number {
+    const sweepers = 1 + this.peers.filter((p) => (intervalSeconds(p.poll_interval) ?? Infinity) <= sweeperRhythmSeconds).length;
+    return agentDefaults.sweepSeconds * 1000 * sweepers * (0.5 + Math.random());
   }
 
   private slowPollMs(): number {
@@ -306,7 +368,7 @@ export class BatonAgent {
         const free = this.capacity - this.running.size;
         if (free < 1) return;
         const claimed = await this.client.claimNext({ limit: free, start: true }).catch((err: unknown) => {
-          if (err instanceof ConnectionError) this.suspectSince ??= Date.now();
+          if (isUnavailable(err)) this.suspectSince ??= Date.now();
           throw err;
         });
         this.lastClaimFull = claimed.length === free;
@@ -390,7 +452,8 @@ export class BatonAgent {
     } catch (err) {
       if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
       if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) return this.refuseOutputs(task, err, log, started);
-      const retry = err instanceof RetryableError;
+      // An API or database away mid-task is no fault of the task: it runs again.
+      const retry = err instanceof RetryableError || isUnavailable(err);
       const message = err instanceof Error ? err.message : String(err);
       await this.report(task.id, log, started, () => this.outcomes.submit({ taskId: task.id, claimToken: task.claim_token, error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
     }
@@ -434,18 +497,19 @@ export class BatonAgent {
   }
 
   /**
-   * An outcome is work done: a report that cannot reach the API (the gateway restarting, the network
-   * gone) is tried again with backoff rather than dropped, until it is answered either way or the agent
-   * is stopped and its grace period is over.
+   * An outcome is work done: a report that finds the API or its database away (the gateway or Postgres
+   * restarting, the network gone: isUnavailable) is tried again with backoff and the same claim token,
+   * until the database answers. Nobody can take the claim while the database is away; once it is back,
+   * the answer is the outcome recorded, or a fenced refusal (the claim lapsed meanwhile), which report()
+   * logs and drops. Only a stopped agent past its grace period gives up.
    */
   private async persist<T>(call: () => Promise<T>, log: Logger, what: string): Promise<T> {
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await call();
       } catch (err) {
-        const transient = err instanceof ConnectionError;
-        if (!transient || (this.stopping && attempt >= 3)) throw err;
-        const wait = Math.min(30_000, 250 * 2 ** attempt);
+        if (!isUnavailable(err) || (this.stopping && attempt >= 3)) throw err;
+        const wait = Math.min(maxReportRetryMs, 250 * 2 ** attempt);
         if (attempt === 0) log.warn({ err, retryInMs: wait }, `could not reach the API to report the task as ${what}; trying again`);
         await sleep(wait);
       }

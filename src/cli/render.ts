@@ -1,5 +1,5 @@
 /** How tasks, events and messages read at a terminal. */
-import { formatDuration } from '../durations.js';
+import { formatDuration, intervalSeconds } from '../durations.js';
 import type { Agent, AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
 import { ago, fields, paint, table } from './output.js';
 
@@ -76,9 +76,8 @@ export function taskDetail({ task: t, events, messages }: { task: Task; events: 
 
 /** "15m", from the interval Postgres prints ("00:15:00", "1 day 02:00:00"). */
 export function rhythmOf(agent: Pick<Agent, 'poll_interval'>): string | undefined {
-  const match = agent.poll_interval && /^(?:(\d+) days? )?(\d+):(\d+):(\d+(?:\.\d+)?)$/.exec(agent.poll_interval);
-  if (!match) return agent.poll_interval ?? undefined;
-  return formatDuration(Number(match[1] ?? 0) * 86_400 + Number(match[2]) * 3600 + Number(match[3]) * 60 + Number(match[4]));
+  const seconds = intervalSeconds(agent.poll_interval);
+  return seconds === undefined ? agent.poll_interval ?? undefined : formatDuration(seconds);
 }
 
 export function presenceTable(agents: AgentPresence[]): string {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, toBatonError, UnauthorizedError, ValidationError, type BatonError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
-  FanOutJoin, TaskId, TaskResult, TaskStatus,
+  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus,
 } from '../schemas.js';
 import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
@@ -497,12 +497,26 @@ export class BatonClient {
    * Says the agent is alive, optionally with a status line and how often it wakes (`everySeconds`):
    * its claims then survive two missed wake-ups. Every call that can write counts as a beat too.
    */
-  async heartbeat(statusMessage?: string, { active = true, everySeconds }: { active?: boolean; everySeconds?: number } = {}): Promise<Agent> {
+  async heartbeat(
+    statusMessage?: string,
+    { active = true, everySeconds, incarnation }: { active?: boolean; everySeconds?: number; incarnation?: string } = {},
+  ): Promise<Agent> {
     return unwrap(this.db.rpc('send_heartbeat', {
       p_status_message: statusMessage ?? undefined,
       p_active: active,
       p_poll_interval: everySeconds === undefined ? undefined : seconds(everySeconds),
+      // Names the process beating: one that a later process superseded is refused (SupersededError).
+      p_incarnation: incarnation,
     }), Agent);
+  }
+
+  /**
+   * A new process starts as this agent: every claim the agent held (left by an earlier process that
+   * crashed or was killed) is handed back at once, by the database's rule for lost claims. A daemon calls
+   * it on start; call it from a script only when no other process of the agent still works.
+   */
+  async beginIncarnation(): Promise<Incarnation> {
+    return unwrap(this.db.rpc('begin_incarnation'), Incarnation);
   }
 
   async agent(agentId: string): Promise<Agent> {

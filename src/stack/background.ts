@@ -5,7 +5,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertReachableByPostgres, StackError, stackPaths } from './paths.js';
 import { assertPortFree } from './ports.js';
-import { isAlive, readRuntime, readRuntimeFile, readSecrets, removeRuntime, type Runtime } from './state.js';
+import pg from 'pg';
+import { isAlive, readRuntime, readRuntimeFile, readSecrets, removeRuntime, stackEnv, type Runtime } from './state.js';
 
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 30_000;
@@ -15,14 +16,55 @@ function logTail(file: string, lines = 15): string {
   return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
 }
 
-/** True once the gateway answers and PostgREST behind it serves the schema. */
+/** How long a health check waits for an answer. */
+const HEALTH_TIMEOUT_MS = 3_000;
+
+/** True once the gateway answers and PostgREST behind it serves the schema from its database. */
 async function apiAnswers(apiPort: number, apiKey: string): Promise<boolean> {
   try {
-    const res = await fetch(`http://127.0.0.1:${apiPort}/rest/v1/`, { headers: { apikey: apiKey } });
-    return res.ok;
+    const res = await fetch(`http://127.0.0.1:${apiPort}/rest/v1/task_status_transitions?select=from_status&limit=1`, {
+      headers: { apikey: apiKey }, signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+    });
+    // The anon role may not read the table: a refusal from the database is an answer from the database.
+    return res.status < 500;
   } catch {
     return false;
   }
+}
+
+/** True when Postgres itself answers a query. */
+async function databaseAnswers(databaseUrl: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: HEALTH_TIMEOUT_MS, query_timeout: HEALTH_TIMEOUT_MS });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export interface StackHealth {
+  /** The stack's own process lives. */
+  running: boolean;
+  /** The API answers through the gateway and PostgREST, from the database. */
+  api: boolean;
+  /** Postgres answers a query. */
+  database: boolean;
+  runtime?: Runtime;
+}
+
+/** What runs in `dir`, and whether its API and its database answer now (not only whether it was started). */
+export async function stackHealth(dir: string): Promise<StackHealth> {
+  const runtime = readRuntime(dir);
+  const secrets = readSecrets(dir);
+  if (!runtime || !secrets) return { running: false, api: false, database: false };
+  const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
+  const [api, database] = await Promise.all([apiAnswers(runtime.apiPort, secrets.publishableKey), databaseAnswers(env.DATABASE_URL)]);
+  return { running: true, api, database, runtime };
 }
 
 /**

@@ -11,7 +11,8 @@ import { assertPortFree, freePort } from './ports.js';
 import { startPostgres } from './postgres.js';
 import { startPostgrest } from './postgrest.js';
 import { startRealtime } from './realtime.js';
-import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type StackEnv } from './state.js';
+import { supervise, type Supervisor } from './supervise.js';
+import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type Runtime, type StackEnv } from './state.js';
 import { mintRoleToken, publicJwk } from '../tokens.js';
 
 export interface StackOptions {
@@ -30,6 +31,8 @@ export interface Stack {
   dbPort: number;
   /** The gateway alone, stopped and started again on the same port (to prove clients ride it out). */
   gateway: { stop(): Promise<void>; start(): Promise<void> };
+  /** Postgres alone, stopped (not restarted until start) and started again: an outage, to ride out. */
+  database: { stop(): Promise<void>; start(): Promise<void> };
   stop(): Promise<void>;
 }
 
@@ -53,8 +56,15 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
 
   try {
     const t0 = Date.now();
-    const postgres = await startPostgres({ pgdata: stackPaths(dir).pgdata, port: dbPort, password: secrets.dbPassword, log });
-    running.push(postgres.stop);
+    // Postgres and PostgREST are started again if they die; the runtime file follows their pids.
+    let runtime: Runtime | undefined;
+    const recordPid = (key: 'postgresPid' | 'postgrestPid') => (pid: number) => {
+      if (runtime && !stopped) writeRuntime(dir, runtime = { ...runtime, [key]: pid });
+    };
+    const superviseDatabase = () => supervise('postgres',
+      () => startPostgres({ pgdata: stackPaths(dir).pgdata, port: dbPort, password: secrets.dbPassword, log }), log, recordPid('postgresPid'));
+    let postgres: Supervisor | undefined = await superviseDatabase();
+    running.push(async () => { await postgres?.stop(); });
     log.info({ port: dbPort, ms: Date.now() - t0 }, 'postgres is up');
 
     await applyBootstrap(env.DATABASE_URL, secrets.authenticatorPassword);
@@ -62,14 +72,15 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
     log.info({ output: pushed.trim().split('\n').slice(-2).join(' ') }, 'migrations applied');
 
     const postgrestPort = await freePort([apiPort, dbPort]);
-    const postgrest = await startPostgrest({
-      adminPort: await freePort([apiPort, dbPort, postgrestPort]),
+    const postgrestAdminPort = await freePort([apiPort, dbPort, postgrestPort]);
+    const postgrest = await supervise('postgrest', () => startPostgrest({
+      adminPort: postgrestAdminPort,
       dbUri: `postgresql://authenticator:${secrets.authenticatorPassword}@127.0.0.1:${dbPort}/postgres`,
       port: postgrestPort,
       // Tokens verify against both key systems: the signing key's public half and the legacy secret.
       jwks: { keys: [publicJwk(secrets.signingKey), { kty: 'oct', alg: 'HS256', k: Buffer.from(secrets.jwtSecret).toString('base64url') }] },
       log,
-    });
+    }), log, recordPid('postgrestPid'));
     running.push(postgrest.stop);
 
     const realtime = await startRealtime({
@@ -96,13 +107,18 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
     let gateway: GatewayHandle | undefined = await openGateway();
     running.push(async () => { await gateway?.stop(); });
 
-    writeRuntime(dir, { pid: process.pid, apiPort, dbPort, postgrestPort, postgrestPid: postgrest.pid, startedAt: new Date().toISOString() });
+    runtime = { pid: process.pid, apiPort, dbPort, postgrestPort, postgrestPid: postgrest.pid, postgresPid: postgres.pid, startedAt: new Date().toISOString() };
+    writeRuntime(dir, runtime);
     log.info({ url: env.SUPABASE_URL, ms: Date.now() - t0 }, 'stack is ready');
     const gatewayControl = {
       async stop() { await gateway?.stop(); gateway = undefined; },
       async start() { gateway ??= await openGateway(); },
     };
-    return { env, apiPort, dbPort, gateway: gatewayControl, stop };
+    const databaseControl = {
+      async stop() { await postgres?.stop(); postgres = undefined; },
+      async start() { postgres ??= await superviseDatabase(); recordPid('postgresPid')(postgres.pid); },
+    };
+    return { env, apiPort, dbPort, gateway: gatewayControl, database: databaseControl, stop };
   } catch (err) {
     await stop();
     throw err;

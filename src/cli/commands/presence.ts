@@ -40,19 +40,31 @@ Example:
     .description('say you are alive, with a status line and how often you wake; your claims survive two missed wake-ups')
     .option('--every <duration>', 'how often you wake, e.g. 15m for a 15-minute cron or HEARTBEAT', every)
     .option('--stopped', 'say you stopped cleanly (offline until your next call)')
+    .option('--restarted', 'say you started afresh: every task you held goes back at once (use only when no earlier run of yours still works)')
     .addHelpText('after', `
 Any call you make that can write (progress, claim, complete, ...) and every baton command counts as a
 heartbeat too. Without --every, a claim survives its lease (5 minutes unless the task says otherwise)
 past your last call; with it, two of your wake-ups (or the lease, if longer).
 
 Example:
+With --restarted (a bot whose machine rebooted, say), the tasks you held go back by the rule for a lost
+claim: one never started to pending, one in progress to pending after its attempt (or failed on its
+last), each with the reason in its history. A daemon does this itself whenever it starts.
+
+Example:
   $ baton status "reviewing PR 42" --every 15m
-  $ baton status --every 15m`)
-    .action(async (message: string | undefined, opts: { every?: number; stopped?: boolean }, command: Command) => {
+  $ baton status --every 15m
+  $ baton status --restarted`)
+    .action(async (message: string | undefined, opts: { every?: number; stopped?: boolean; restarted?: boolean }, command: Command) => {
       const config = configOf(command);
-      const me = await agentClient(config).heartbeat(message, { active: !opts.stopped, everySeconds: opts.every });
+      const client = agentClient(config);
+      const began = opts.restarted ? await client.beginIncarnation() : undefined;
+      const me = await client.heartbeat(message, { active: !opts.stopped, everySeconds: opts.every });
       const rhythm = rhythmOf(me);
-      emit(config, me, (a) => `${a.id}: ${a.status_message ?? '(no status)'} (heartbeat sent${rhythm ? `; wakes every ${rhythm}` : ''}${a.is_active ? '' : '; stopped'})`);
+      const handedBack = began ? began.requeued_unstarted + began.requeued_expired + began.dead_lettered : 0;
+      emit(config, began ? { ...me, handed_back: began } : me, (a) =>
+        `${a.id}: ${a.status_message ?? '(no status)'} (heartbeat sent${rhythm ? `; wakes every ${rhythm}` : ''}${a.is_active ? '' : '; stopped'})`
+        + (began ? `\nStarted afresh: ${handedBack} task(s) you held went back.` : ''));
     });
 
   program.command('renew [tasks...]')

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { createLogger } from '../../logger.js';
-import { startInBackground, stopInBackground } from '../../stack/background.js';
+import { stackHealth, startInBackground, stopInBackground } from '../../stack/background.js';
 import { stackPaths } from '../../stack/paths.js';
 import { readRuntime, readSecrets, stackEnv } from '../../stack/state.js';
 import { cliEntry, configOf } from '../context.js';
-import { ExitError, exitCodes } from '../exit.js';
+import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
 import { emit, fields } from '../output.js';
 
 export function registerStack(program: Command): void {
@@ -36,18 +36,28 @@ export function registerStack(program: Command): void {
     });
 
   stack.command('status')
-    .description('say whether the stack runs, and where')
-    .addHelpText('after', '\nExample:\n  $ baton stack status --json')
-    .action((_opts, command: Command) => {
+    .description('say whether the stack runs, where, and whether its API and database answer now')
+    .addHelpText('after', `
+Exits 1 when the stack runs but its API or database does not answer (a crashed Postgres or PostgREST
+is started again by the stack within seconds); 0 otherwise.
+
+Example:
+  $ baton stack status --json`)
+    .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const runtime = readRuntime(config.stackDir);
-      emit(config, { running: Boolean(runtime), dir: config.stackDir, ...runtime }, () =>
+      const { running, api, database, runtime } = await stackHealth(config.stackDir);
+      const healthy = running && api && database;
+      const status = !running ? 'stopped' : healthy ? 'running' : 'degraded';
+      const word = (up: boolean) => (up ? 'answering' : 'not answering');
+      emit(config, { running, status, apiAnswering: api, databaseAnswering: database, dir: config.stackDir, ...runtime }, () =>
         runtime
           ? fields([
-            ['status', 'running'], ['api', `http://127.0.0.1:${runtime.apiPort}`], ['database port', runtime.dbPort],
+            ['status', status], ['api', `http://127.0.0.1:${runtime.apiPort} (${word(api)})`],
+            ['database', `port ${runtime.dbPort} (${word(database)})`],
             ['pid', runtime.pid], ['since', runtime.startedAt], ['folder', config.stackDir],
           ])
           : `not running (folder ${config.stackDir}); start it with: baton stack start`);
+      if (running && !healthy) process.exitCode = exitCodes.refused;
     });
 
   stack.command('env')
@@ -95,5 +105,7 @@ Example:
         process.once('SIGINT', () => shutdown('SIGINT'));
       });
       log.info({ log: stackPaths(config.stackDir).log }, 'stack stopped');
+      // Everything is stopped; a keep-alive socket or a client's timer must not hold the exit for seconds.
+      exitWhenDone();
     });
 }
