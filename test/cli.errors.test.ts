@@ -26,7 +26,7 @@ describe('CLI errors', () => {
   it('name the URL and the setting to fix when the API cannot be reached', async () => {
     const agent = await newAgent('lost');
     const { code, stderr } = await baton(['tasks'], { SUPABASE_URL: 'http://127.0.0.1:9', SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: agent.token });
-    expect(code).toBe(1);
+    expect(code, 'nothing was decided: 75, try again').toBe(75);
     expect(stderr).toMatch(/^error: could not reach http:\/\/127\.0\.0\.1:9: .* — Check SUPABASE_URL/);
     const wrongPath = await baton(['tasks'], { SUPABASE_URL: `${stack.SUPABASE_URL}/rest/v1`, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: agent.token });
     expect(wrongPath.stderr).toMatch(/answered HTTP 404.* — Set SUPABASE_URL to the project URL itself/);

@@ -1,9 +1,12 @@
-import { BatonError } from '../errors.js';
+import { BatonError, isUnavailable } from '../errors.js';
 import { ConfigError } from '../config.js';
 import { StackError } from '../stack/paths.js';
 
-/** Exit codes: 0 success, 1 an operational refusal or failure, 2 a usage error. */
-export const exitCodes = { ok: 0, refused: 1, usage: 2 } as const;
+/**
+ * Exit codes: 0 success, 1 an operational refusal or failure, 2 a usage error, 75 (EX_TEMPFAIL) the API
+ * or its database not there now: nothing was decided, and the same command may be run again.
+ */
+export const exitCodes = { ok: 0, refused: 1, usage: 2, unavailable: 75 } as const;
 
 export class ExitError extends Error {
   constructor(message: string, readonly exitCode: number, readonly hint?: string | null, readonly code?: string) {
@@ -22,7 +25,8 @@ export function toExitError(err: unknown): ExitError {
   if (err instanceof BatonError) {
     // A task id that is malformed or ambiguous is a matter of how the command was written.
     const usage = err.code === 'INVALID_ID' || err.code === 'AMBIGUOUS_ID';
-    return new ExitError(err.message, usage ? exitCodes.usage : exitCodes.refused, err.hint, err.code);
+    const exitCode = usage ? exitCodes.usage : isUnavailable(err) ? exitCodes.unavailable : exitCodes.refused;
+    return new ExitError(err.message, exitCode, err.hint, err.code);
   }
   if (err instanceof StackError) return new ExitError(err.message, exitCodes.refused, err.hint);
   if (err instanceof ConfigError) return new ExitError(err.message, exitCodes.usage);
