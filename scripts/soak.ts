@@ -7,7 +7,6 @@
  *   npm run bench:soak
  *   SOAK_DAEMONS=20 SOAK_MINUTES=10 SOAK_RATE=20 npm run bench:soak
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,8 +14,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createAdminClient, createBatonClient, parseSigningKey, startStack } from '../src/index.js';
-import { packageRoot } from '../src/stack/paths.js';
 import { freePort } from '../src/stack/ports.js';
+import { fleet, rssMiB, type FleetDaemon } from './fleet.js';
 import { median } from './stats.js';
 
 const DAEMONS = Number(process.env.SOAK_DAEMONS ?? 20);
@@ -39,52 +38,19 @@ const { env } = stack;
 const db = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
 const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'key') });
 
-interface Daemon { id: string; child: ChildProcess; rss: number[]; errors: string[]; warnings: number }
-const daemons: Daemon[] = [];
-
-/** Resident memory of a process, in MiB (from /proc; Linux only). */
-function rssMiB(pid: number): number {
-  const line = fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
-  return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
-}
+const fleetWork = fleet({ env, work, capability: 'soak', workMs: [20, 100], maxConcurrent: 4 });
+const rss = new Map<string, number[]>();
 
 try {
   await db.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
-  const ran = path.join(work, 'ran.log');
-  const executor = path.join(work, 'executor.mjs');
-  fs.writeFileSync(executor, `import fs from 'node:fs';
-export default async (task) => {
-  fs.appendFileSync(${JSON.stringify(ran)}, task.id + '\\n');
-  await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
-  return { status: 'success', summary: 'soaked' };
-};
-`);
-  const config = path.join(work, 'baton.agent.json');
-  fs.writeFileSync(config, JSON.stringify({ capabilities: ['soak'], maxConcurrent: 4, executors: { soak: { module: executor } } }));
-
   const { token: senderToken } = await admin.createAgent({ id: 'soak-sender' });
   const sender = createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: senderToken });
+  const daemons: FleetDaemon[] = [];
   for (let i = 0; i < DAEMONS; i += 1) {
     const id = `soak-${i}`;
     const { token } = await admin.createAgent({ id, capabilities: ['soak'] });
-    const child = spawn(process.execPath, [path.join(packageRoot, 'dist', 'cli', 'index.js'), 'agent', 'run', '--config', config], {
-      env: { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const daemon: Daemon = { id, child, rss: [], errors: [], warnings: 0 };
-    let rest = '';
-    const read = (chunk: Buffer) => {
-      const lines = (rest + chunk.toString()).split('\n');
-      rest = lines.pop()!;
-      for (const line of lines.filter(Boolean)) {
-        const entry = (() => { try { return JSON.parse(line) as { level?: number; msg?: string }; } catch { return { level: 50, msg: line }; } })();
-        if ((entry.level ?? 0) >= 50) daemon.errors.push(String(entry.msg));
-        else if ((entry.level ?? 0) >= 40) daemon.warnings += 1;
-      }
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    daemons.push(daemon);
+    daemons.push(fleetWork.start(id, token));
+    rss.set(id, []);
   }
 
   say(`${DAEMONS} daemons, ${MINUTES} min, ${RATE} tasks/s handed off in one batch a second; a sample a minute`);
@@ -98,8 +64,8 @@ export default async (task) => {
   let sampledAt = started;
   const sample = async () => {
     const now = Date.now();
-    for (const d of daemons) d.rss.push(d.child.exitCode === null ? rssMiB(d.child.pid!) : 0);
-    const latest = daemons.map((d) => d.rss.at(-1)!);
+    for (const d of daemons) rss.get(d.id)!.push(d.child.exitCode === null ? rssMiB(d.child.pid!) : 0);
+    const latest = daemons.map((d) => rss.get(d.id)!.at(-1)!);
     const { rows: [backends] } = await db.query("select count(*)::int as n from pg_stat_activity where backend_type = 'client backend'");
     const { rows: [done] } = await db.query("select count(*)::int as n from task_handoffs where status = 'completed' and from_agent = 'soak-sender'");
     say(`| ${((now - started) / 60_000).toFixed(1)} | ${done.n} | ${((requests - requestsAtSample) / ((now - sampledAt) / 1000)).toFixed(1)} | ${backends.n} | ${median(latest).toFixed(1)} / ${Math.max(...latest).toFixed(1)} |`);
@@ -124,8 +90,7 @@ export default async (task) => {
     open = (await db.query("select count(*)::int as n from task_handoffs where from_agent = 'soak-sender' and status <> 'completed'")).rows[0].n;
     if (open > 0) await sleep(1000);
   }
-  const runs = new Map<string, number>();
-  for (const id of fs.readFileSync(ran, 'utf8').split('\n').filter(Boolean)) runs.set(id, (runs.get(id) ?? 0) + 1);
+  const runs = fleetWork.runs();
   const lost = handedOff.filter((id) => !runs.has(id)).length;
   const doubled = [...runs.values()].filter((n) => n > 1).length;
   const { rows: [twice] } = await db.query("select count(*)::int as n from task_handoffs where from_agent = 'soak-sender' and attempts > 1");
@@ -135,8 +100,8 @@ export default async (task) => {
   say('| --- | --- | --- | --- | --- | --- |');
   const growths: number[] = [];
   for (const d of daemons) {
-    const first = d.rss[0] ?? 0;
-    const last = d.rss.at(-1) ?? 0;
+    const first = rss.get(d.id)![0] ?? 0;
+    const last = rss.get(d.id)!.at(-1) ?? 0;
     const growth = first ? (last - first) / first : 0;
     growths.push(growth);
     say(`| ${d.id} | ${first.toFixed(1)} | ${last.toFixed(1)} | ${(growth * 100).toFixed(1)} % | ${d.errors.length} | ${d.warnings} |`);
@@ -148,8 +113,7 @@ export default async (task) => {
   say(`errors logged: ${errors.length}${errors.length ? `; the first: ${errors.slice(0, 5).join(' | ')}` : ''}`);
   if (open > 0 || lost > 0 || doubled > 0 || errors.length > 0 || Math.max(...growths) >= 0.2) process.exitCode = 1;
 } finally {
-  for (const d of daemons) if (d.child.exitCode === null) d.child.kill('SIGTERM');
-  await Promise.all(daemons.map((d) => (d.child.exitCode === null ? new Promise((r) => d.child.once('exit', r)) : undefined)));
+  await fleetWork.stop();
   await db.end();
   await stack.stop();
   fs.rmSync(dir, { recursive: true, force: true });
