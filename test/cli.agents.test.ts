@@ -117,7 +117,7 @@ describe('configuration', () => {
       const viaEnv = await baton(['status', 'configured by env', '--json'], { SUPABASE_ANON_KEY: '', BATON_AGENT_TOKEN: fromEnv.token }, folder);
       expect(Agent.parse(parsed(viaEnv)).id).toBe(fromEnv.id);
       const badFlag = await baton(['status', 'x', '--url', 'http://127.0.0.1:9'], { SUPABASE_ANON_KEY: '' }, folder);
-      expect(badFlag.code).toBe(1);
+      expect(badFlag.code, 'unreachable: nothing decided, 75').toBe(75);
       expect(badFlag.stderr).toMatch(/could not reach http:\/\/127\.0\.0\.1:\d+: .*Check SUPABASE_URL.*baton stack status/);
     } finally {
       fs.rmSync(folder, { recursive: true, force: true });
