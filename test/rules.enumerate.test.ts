@@ -1,0 +1,131 @@
+/**
+ * Every path obeys every rule, enumerated from the catalogue rather than from a list kept by hand: each
+ * relation the API roles can reach is named by baton_private.baton_relations() (what the request check
+ * guards), is refused to the anon key and to a token without an agent_id, answers an agent's direct
+ * write with 403 and never 5xx, and is guarded by row-level security (tables) or read with the caller's
+ * rights (views); each function the API roles can run refuses a caller that is no agent. A relation or
+ * function added later is held to all of it by these tests, without their being edited.
+ */
+import crypto from 'node:crypto';
+import { SignJWT } from 'jose';
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { database, newAgent, stack } from './helpers.js';
+
+const db = database();
+
+/** Relations in public that an API role may read or write: what the API serves. */
+const servedRelations = `
+  select c.relname, c.relkind, c.relrowsecurity, coalesce('security_invoker=true' = any (c.reloptions), false) as invoker
+  from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+  where n.nspname = 'public' and c.relkind in ('r', 'v', 'm', 'p', 'f')
+    and (has_table_privilege('anon', c.oid, 'select, insert, update, delete')
+         or has_table_privilege('authenticated', c.oid, 'select, insert, update, delete'))
+  order by 1`;
+
+/** Served relations that the request check does not name: each one a hole. */
+async function uncovered(client: pg.Pool | pg.PoolClient): Promise<string[]> {
+  const { rows } = await client.query<{ relname: string }>(
+    `select s.relname from (${servedRelations}) s where s.relname <> all (baton_private.baton_relations())`);
+  return rows.map((r) => r.relname);
+}
+
+const relations = (await db.query<{ relname: string; relkind: string; relrowsecurity: boolean; invoker: boolean }>(servedRelations)).rows;
+
+/** A token of the project for a signed-in user who is no agent (every Supabase Auth user has one). */
+const noAgentToken = await new SignJWT({ role: 'authenticated', sub: crypto.randomUUID() })
+  .setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h')
+  .sign(new TextEncoder().encode(stack.SUPABASE_JWT_SECRET));
+
+const rest = (relation: string, init: { method?: string; token?: string; body?: unknown } = {}) =>
+  fetch(`${stack.SUPABASE_URL}/rest/v1/${relation}${init.method === 'PATCH' || init.method === 'DELETE' ? '?id=eq.00000000-0000-0000-0000-000000000000' : ''}`, {
+    method: init.method ?? 'GET',
+    headers: {
+      apikey: stack.SUPABASE_ANON_KEY, 'content-type': 'application/json',
+      ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+    },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+
+describe('the relations the API serves', () => {
+  it('are every one named by the request check (baton_private.baton_relations)', async () => {
+    expect(relations.length).toBeGreaterThanOrEqual(17);
+    expect(await uncovered(db)).toEqual([]);
+  });
+
+  it('would show a view added later without being named, and fail the test above', async () => {
+    const client = await db.connect();
+    try {
+      await client.query('begin');
+      await client.query('create view public.added_later with (security_invoker = true) as select id, title from public.task_handoffs');
+      await client.query('grant select on public.added_later to authenticated');
+      expect(await uncovered(client)).toEqual(['added_later']);
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+
+  it('are guarded by row-level security (tables) or read with the caller\'s rights (views)', () => {
+    expect(relations.filter((r) => r.relkind === 'r' && !r.relrowsecurity).map((r) => r.relname)).toEqual([]);
+    expect(relations.filter((r) => r.relkind === 'v' && !r.invoker).map((r) => r.relname)).toEqual([]);
+  });
+
+  it.each(relations.map((r) => [r.relname]))('%s: refused to the anon key and to a token without an agent_id, with a hint', async (relation) => {
+    for (const [token, said] of [[undefined, 'the anon key alone'], [noAgentToken, 'a token without an agent_id']] as const) {
+      for (const method of ['GET', 'POST', 'PATCH', 'DELETE']) {
+        const res = await rest(relation, { method, token, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        const body = await res.json() as { code: string; message: string; hint: string | null };
+        expect([401, 403], `${method} ${relation} (${said}): ${JSON.stringify(body)}`).toContain(res.status);
+        expect(body.message, `${method} ${relation}`).toMatch(new RegExp(`^(${said} cannot read or write ${relation}|${relation} is a view; it cannot be written)$`));
+        expect(body.hint).toBeTruthy();
+      }
+    }
+  });
+
+  it.each(relations.map((r) => [r.relname, r.relkind]))('%s: an agent\'s direct write is answered, never with 5xx; a view refuses it with a hint', async (relation, kind) => {
+    const agent = await newAgent('writer');
+    for (const method of ['POST', 'PATCH', 'DELETE']) {
+      const res = await rest(relation, { method, token: agent.token, body: method === 'DELETE' ? undefined : {} });
+      const body = await res.text();
+      expect(res.status, `${method} ${relation}: ${body}`).toBeLessThan(500);
+      if (kind === 'v') {
+        expect(res.status).toBe(403);
+        expect(JSON.parse(body)).toMatchObject({ code: '42501', message: `${relation} is a view; it cannot be written`, hint: expect.stringContaining('RPC') });
+      }
+    }
+  });
+});
+
+describe('the functions the API serves', () => {
+  it('refuse a caller that is no agent, each one', async () => {
+    const { rows: functions } = await db.query<{ signature: string; nargs: number }>(`
+      select p.oid::regprocedure::text as signature, p.pronargs as nargs
+      from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace
+      where n.nspname = 'public' and p.prokind = 'f' and has_function_privilege('authenticated', p.oid, 'execute')
+      order by 1`);
+    expect(functions.length).toBeGreaterThan(20);
+    const client = await db.connect();
+    const answered: string[] = [];
+    try {
+      for (const fn of functions) {
+        const name = fn.signature.slice(0, fn.signature.indexOf('('));
+        await client.query('begin');
+        try {
+          await client.query(`select set_config('request.jwt.claims', '{"role": "authenticated"}', true), set_config('role', 'authenticated', true)`);
+          await client.query(`select ${name}(${Array.from({ length: fn.nargs }, () => 'null').join(', ')})`);
+          answered.push(fn.signature);
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (code !== 'BT006') answered.push(`${fn.signature}: ${code} ${(err as Error).message}`);
+        } finally {
+          await client.query('rollback');
+        }
+      }
+    } finally {
+      client.release();
+    }
+    // The sweep is the operator's and every agent's, and needs no identity: it changes only what its rules say.
+    expect(answered).toEqual(['sweep_tasks()']);
+  });
+});

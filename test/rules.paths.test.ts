@@ -1,0 +1,71 @@
+/**
+ * Paths added after the hardening round, held to the rules the older ones obey: an agent moved off a
+ * task stops seeing it, also through a child it addressed to itself; and a follow-up counts against the
+ * hand-off quota whether its completion came alone or in a batch.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { newAgent, refusal, runningTask } from './helpers.js';
+
+describe('an agent moved off a task', () => {
+  it('no longer reads it, its result or its artifacts through a child it addressed to itself, nor retries within it', async () => {
+    const a = await newAgent('a');
+    const b = await newAgent('b', { maxConcurrent: 5 });
+    const d = await newAgent('d');
+    const t = await runningTask(a, b, 'T');
+    const c1 = await b.client.handoff({ to: b.id, title: 'C1, to itself', parentTaskId: t.id });
+    const c2 = await b.client.claim((await b.client.handoff({ to: b.id, title: 'C2, to itself', parentTaskId: t.id })).id, { start: true });
+    await b.client.fail(c2.id, c2.claim_token, 'did not work');
+    // While B holds T, the children show it.
+    expect((await b.client.ancestors(c1.id)).map((x) => x.id)).toEqual([t.id]);
+
+    await a.client.reassign(t.id, d.id, 'moving it to d');
+    const held = await d.client.claim(t.id, { start: true });
+    await d.client.attachArtifact(t.id, 'secret.md', 'what d found');
+    await d.client.complete(t.id, held.claim_token, { status: 'success', summary: 'd\'s summary' });
+
+    expect(await b.client.ancestors(c1.id)).toEqual([]);
+    expect((await b.client.inputs(c1.id)).map((x) => x.name)).not.toContain('secret.md');
+    const chain = await b.client.chain(c1.id);
+    expect(chain.map((r) => r.id)).not.toContain(t.id);
+    expect(JSON.stringify(chain)).not.toContain('d\'s summary');
+    await refusal(b.client.retry(c2.id), 'BT003');
+    // D, who holds T now, and A, who sent it, still see all of it.
+    expect((await a.client.chain(t.id)).map((r) => r.id)).toEqual(expect.arrayContaining([t.id, c1.id]));
+  });
+});
+
+describe('a follow-up', () => {
+  /** An agent holding `n` running tasks, with this minute's hand-offs spent. */
+  async function spentHolder(n: number) {
+    // Not across a minute's end, where the quota starts again.
+    const left = 60 - new Date().getUTCSeconds();
+    if (left < 15) await sleep(left * 1000 + 500);
+    const sender = await newAgent('sender');
+    const holder = await newAgent('holder', { maxConcurrent: n });
+    const tasks = [];
+    for (let i = 0; i < n; i += 1) tasks.push(await runningTask(sender, holder, `with a follow-up ${i}`));
+    const sink = await newAgent('sink');
+    const burnt = await holder.client.handoffMany(Array.from({ length: 600 }, (_, i) => ({ to: sink.id, title: `burn ${i}` })));
+    expect(burnt.filter((x) => x.task_id)).toHaveLength(600);
+    await refusal(holder.client.handoff({ to: sink.id, title: 'one too many' }), 'BT013');
+    return { holder, sink, tasks };
+  }
+  const withFollowUp = (to: string) => ({ status: 'success' as const, handoff: { to_agent: to, title: 'follow-up' } });
+
+  it('counts against the hand-off quota alone, in report_outcomes and in report_and_claim alike', async () => {
+    const { holder, sink, tasks: [alone, batched, claimed] } = await spentHolder(3);
+    await refusal(holder.client.complete(alone!.id, alone!.claim_token, withFollowUp(sink.id)), 'BT013');
+
+    const [report] = await holder.client.reportOutcomes([{ taskId: batched!.id, claimToken: batched!.claim_token, result: withFollowUp(sink.id) }]);
+    expect(report).toMatchObject({ status: null, code: 'BT013' });
+
+    const both = await holder.client.reportAndClaim([{ taskId: claimed!.id, claimToken: claimed!.claim_token, result: withFollowUp(sink.id) }], { claim: 1 });
+    expect(both.outcomes[0]).toMatchObject({ status: null, code: 'BT013' });
+
+    // Nothing was completed, and no follow-up was made.
+    for (const t of [alone!, batched!, claimed!]) expect((await holder.client.getTask(t.id)).status).toBe('in_progress');
+    const made = await sink.client.listTasks({ box: 'mine', limit: 1000 });
+    expect(made.filter((t) => t.title === 'follow-up')).toEqual([]);
+  });
+});
