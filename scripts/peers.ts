@@ -85,7 +85,8 @@ async function pgBoss(connectionString: string): Promise<Peer> {
 }
 
 async function graphileWorker(connectionString: string): Promise<Peer> {
-  const pool = new pg.Pool({ connectionString, max: 2 });
+  // As many connections as pg-boss's producer has (workers + 2), for single enqueues in flight together.
+  const pool = new pg.Pool({ connectionString, max: WORKERS + 2 });
   pool.on('error', () => undefined);
   let runners: Runner[] = [];
   // Each runner gets a pool of its own, as graphile-worker would make (concurrency + 2), but one that
@@ -144,6 +145,8 @@ export interface OpenPeer {
   run(queue: string, tasks: number): Promise<PeerResult>;
   /** Send → start latency with idle workers, over 60 jobs. */
   latency(): Promise<number[]>;
+  /** `count` single enqueue calls, `inFlight` at a time, with no workers: calls per second and CPU per call. */
+  enqueue(queue: string, count: number, inFlight: number): Promise<{ perSecond: number; cpuMsPerCall: CpuSplit }>;
   close(): Promise<void>;
 }
 
@@ -186,9 +189,25 @@ export async function openPeer(name: keyof typeof peers, connectionString: strin
       }
       return latencies;
     },
+    async enqueue(queue, count, inFlight) {
+      await peer.insert(queue, 0);
+      const cpuBefore = cpuSplit();
+      const started = performance.now();
+      await inParallel(count, inFlight, () => peer.send(queue, Date.now()));
+      const seconds = (performance.now() - started) / 1000;
+      return { perSecond: count / seconds, cpuMsPerCall: cpuMsPer(cpuBefore, cpuSplit(), count) };
+    },
     async close() {
       await peer.stopWorkers().catch(() => undefined);
       await peer.close();
     },
   };
+}
+
+/** Runs `call` `count` times, at most `inFlight` at once. */
+export async function inParallel(count: number, inFlight: number, call: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(inFlight, count) }, async () => {
+    while (next < count) await call(next++);
+  }));
 }

@@ -108,26 +108,26 @@ isOneToOne: false
                   ]
                 },"agent_usage": {
                   Row: {
-                    "agent_id": string,"artifacts": number,"handoffs": number,"messages": number,"minute": string,"open_tasks": number
+                    "agent_id": string,"artifacts": number,"handoffs": number,"messages": number,"minute": string,"open_tasks": number,"slot": number
                   }
                   ComputedFields: never
                   Insert: {
-                    "agent_id": string,"artifacts"?: number,"handoffs"?: number,"messages"?: number,"minute"?: string,"open_tasks"?: number
+                    "agent_id": string,"artifacts"?: number,"handoffs"?: number,"messages"?: number,"minute"?: string,"open_tasks"?: number,"slot"?: number
                   }
                   Update: {
-                    "agent_id"?: string,"artifacts"?: number,"handoffs"?: number,"messages"?: number,"minute"?: string,"open_tasks"?: number
+                    "agent_id"?: string,"artifacts"?: number,"handoffs"?: number,"messages"?: number,"minute"?: string,"open_tasks"?: number,"slot"?: number
                   }
                   Relationships: [
                     {
       foreignKeyName: "agent_usage_agent_id_fkey"
       columns: ["agent_id"]
-isOneToOne: true
+isOneToOne: false
       referencedRelation: "agent_presence"
       referencedColumns: ["id"]
     },{
       foreignKeyName: "agent_usage_agent_id_fkey"
       columns: ["agent_id"]
-isOneToOne: true
+isOneToOne: false
       referencedRelation: "agents"
       referencedColumns: ["id"]
     }

@@ -290,7 +290,10 @@ describe('bounded text and quotas', () => {
     const sender = await newAgent('counted');
     const worker = await newAgent('worker');
     const { open_tasks_per_sender: quota } = (await db.query('select open_tasks_per_sender from baton_settings')).rows[0];
-    const counter = async () => (await db.query('select open_tasks from agent_usage where agent_id = $1', [sender.id])).rows[0]?.open_tasks;
+    // The bound is the sum over the sender's slots (one per database connection).
+    const counter = async () => (await db.query('select sum(open_tasks)::int as open_tasks from agent_usage where agent_id = $1', [sender.id])).rows[0]?.open_tasks;
+    const setCounter = (open: number) => db.query(`update agent_usage set open_tasks = case when slot = (select min(slot) from agent_usage where agent_id = $1) then $2 else 0 end
+      where agent_id = $1`, [sender.id, open]);
     const tasks = await Promise.all([1, 2, 3].map((i) => sender.client.handoff({ to: worker.id, title: `t${i}` })));
     expect(await counter()).toBe(3);
     await sender.client.cancel(tasks[0]!.id);
@@ -299,7 +302,7 @@ describe('bounded text and quotas', () => {
     // Finishing does not touch the sender's counter (that serialized every agent finishing its work)...
     expect(await counter()).toBe(3);
     // ...and at the bound it is recounted: one task is really open, so the next hand-off goes through.
-    await db.query('update agent_usage set open_tasks = $2 where agent_id = $1', [sender.id, quota]);
+    await setCounter(quota);
     await sender.client.handoff({ to: worker.id, title: 't4' });
     expect(await counter()).toBe(2);
     await sender.client.handoffMany([{ to: worker.id, title: 't5' }]);
@@ -308,7 +311,7 @@ describe('bounded text and quotas', () => {
     await plant(`insert into task_handoffs (id, from_agent, to_agent, title, root_task_id)
                  select g.id, $1, $2, 'planted', g.id from (select gen_random_uuid() as id from generate_series(1, $3)) g`,
                 [sender.id, worker.id, quota - 3]);
-    await db.query('update agent_usage set open_tasks = $2 where agent_id = $1', [sender.id, quota]);
+    await setCounter(quota);
     const err = await refusal(sender.client.handoff({ to: worker.id, title: 'one too many' }), 'BT013');
     expect(err.message).toMatch(/already has \d+ open tasks, its quota/);
     const [answer] = await sender.client.handoffMany([{ to: worker.id, title: 'one too many' }]);

@@ -4,7 +4,7 @@
 -- catalogue holds a relation it does not name, and the request check reads only that list.
 
 create function baton_private.baton_relations() returns text[]
-language sql immutable set search_path = ''
+language sql immutable
 as $$
   select array[
     -- tables
@@ -52,9 +52,14 @@ declare
   method text := current_setting('request.method', true);
   relation text := split_part(ltrim(coalesce(current_setting('request.path', true), ''), '/'), '/', 1);
   writes boolean := method in ('POST', 'PATCH', 'PUT', 'DELETE');
+  served boolean := false;
   hint text;
 begin
-  if relation <> 'rpc' and relation = any (baton_private.baton_relations()) then
+  -- RPCs (most requests) check their caller themselves; only a relation's path is looked up.
+  if relation <> 'rpc' then
+    served := relation = any (baton_private.baton_relations());
+  end if;
+  if served then
     -- A view is never written, by anyone: it shows what the RPCs change.
     if writes then
       if (select c.relkind from pg_catalog.pg_class c where c.oid = pg_catalog.to_regclass('public.' || quote_ident(relation))) = 'v' then
@@ -89,7 +94,7 @@ begin
       using errcode = 'BT006', hint = 'Ask an operator for a new token: baton agent token <id>.';
   end if;
 
-  if writes then
+  if writes and served then
     hint := baton_private.rest_write_hint(relation, method);
     if hint is not null then
       raise exception 'agents do not % % rows directly', lower(method), relation
