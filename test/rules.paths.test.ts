@@ -5,7 +5,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { newAgent, refusal, runningTask } from './helpers.js';
+import { database, newAgent, refusal, runningTask } from './helpers.js';
+
+const db = database();
 
 describe('an agent moved off a task', () => {
   it('no longer reads it, its result or its artifacts through a child it addressed to itself, nor retries within it', async () => {
@@ -67,5 +69,36 @@ describe('a follow-up', () => {
     for (const t of [alone!, batched!, claimed!]) expect((await holder.client.getTask(t.id)).status).toBe('in_progress');
     const made = await sink.client.listTasks({ box: 'mine', limit: 1000 });
     expect(made.filter((t) => t.title === 'follow-up')).toEqual([]);
+  });
+});
+
+describe('every path that makes a task', () => {
+  it('counts each task it makes against its sender\'s hand-offs, once', async () => {
+    const left = 60 - new Date().getUTCSeconds();
+    if (left < 15) await sleep(left * 1000 + 500);
+    const boss = await newAgent('boss');
+    const agent = await newAgent('counted', { maxConcurrent: 5 });
+    const sink = await newAgent('sink');
+    const used = async () => Number((await db.query(
+      "select coalesce(sum(handoffs), 0) as n from agent_usage where agent_id = $1 and minute = date_trunc('minute', now())", [agent.id])).rows[0].n);
+    const counts: Array<[string, number]> = [];
+    const step = async (path: string, run: () => Promise<unknown>) => {
+      const before = await used();
+      await run();
+      counts.push([path, (await used()) - before]);
+    };
+    await step('a single hand-off', () => agent.client.handoff({ to: sink.id, title: 'single' }));
+    await step('a batch of three', () => agent.client.handoffMany([1, 2, 3].map((i) => ({ to: sink.id, title: `batch ${i}` }))));
+    const [a, b, c] = [await runningTask(boss, agent, 'a'), await runningTask(boss, agent, 'b'), await runningTask(boss, agent, 'c')];
+    await step('a follow-up, completed alone', () => agent.client.complete(a.id, a.claim_token, { status: 'success', handoff: { to_agent: sink.id, title: 'f1' } }));
+    await step('a follow-up, in a batch report', () => agent.client.reportOutcomes([{ taskId: b.id, claimToken: b.claim_token, result: { status: 'success', handoff: { to_agent: sink.id, title: 'f2' } } }]));
+    await step('a fan-out of two and its join', () => agent.client.fanOut(c.id, [{ to: sink.id, title: 'part 1' }, { to: sink.id, title: 'part 2' }]));
+    const child = await sink.client.claim((await agent.client.handoff({ to: sink.id, title: 'to retry', parentTaskId: c.id })).id, { start: true });
+    await sink.client.fail(child.id, child.claim_token, 'no');
+    await step('a retry', () => agent.client.retry(child.id));
+    expect(counts).toEqual([
+      ['a single hand-off', 1], ['a batch of three', 3], ['a follow-up, completed alone', 1],
+      ['a follow-up, in a batch report', 1], ['a fan-out of two and its join', 3], ['a retry', 1],
+    ]);
   });
 });
