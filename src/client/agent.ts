@@ -86,26 +86,27 @@ export class BatonClient {
     this.db = connect({ url: options.url, apiKey: agentApiKey(options), accessToken: options.token });
   }
 
+  /** Hands off one task. Only the fields given are sent: the database's defaults are the defaults. */
   async handoff(input: HandoffInput): Promise<Task> {
     const task = parseInput(HandoffInput, input);
     return unwrap(this.db.rpc('handoff_task', {
       p_title: task.title,
       p_to_agent: task.to ?? undefined,
       p_description: task.description ?? undefined,
-      p_priority: task.priority ?? 'medium',
-      p_payload: asJson(task.payload ?? {}),
-      p_required_capabilities: task.requiredCapabilities ?? [],
+      p_priority: task.priority ?? undefined,
+      p_payload: task.payload === undefined ? undefined : asJson(task.payload),
+      p_required_capabilities: task.requiredCapabilities,
       p_deadline: isoTime(task.deadline),
-      p_max_attempts: task.maxAttempts ?? 3,
+      p_max_attempts: task.maxAttempts,
       p_parent_task_id: task.parentTaskId ?? undefined,
       p_idempotency_key: task.idempotencyKey ?? undefined,
-      p_allow_offline: task.allowOffline ?? true,
+      p_allow_offline: task.allowOffline,
       p_lease_seconds: task.leaseSeconds ?? undefined,
-      p_expected_outputs: asJson(task.expectedOutputs ?? []),
-      p_input_artifacts: asJson(task.inputArtifacts ?? []),
-      p_depends_on: task.dependsOn ?? [],
-      p_dependency_mode: task.dependencyMode ?? 'all',
-      p_on_dependency_failure: task.onDependencyFailure ?? 'cancel',
+      p_expected_outputs: task.expectedOutputs === undefined ? undefined : asJson(task.expectedOutputs),
+      p_input_artifacts: task.inputArtifacts === undefined ? undefined : asJson(task.inputArtifacts),
+      p_depends_on: task.dependsOn,
+      p_dependency_mode: task.dependencyMode,
+      p_on_dependency_failure: task.onDependencyFailure,
       p_run_at: isoTime(task.runAt),
     }), Task);
   }
