@@ -8,14 +8,9 @@
  *   npm run bench:chaos
  *   CHAOS_KILLS=8 CHAOS_TASKS=200 npm run bench:chaos
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
-import { createAdminClient, createBatonClient, parseSigningKey, startStack } from '../src/index.js';
-import { freePort } from '../src/stack/ports.js';
-import { fleet, type FleetDaemon } from './fleet.js';
+import { createBatonClient } from '../src/index.js';
+import { fleet, fleetStack, type FleetDaemon } from './fleet.js';
 import { median } from './stats.js';
 
 const KILLS = Number(process.env.CHAOS_KILLS ?? 8);
@@ -23,15 +18,7 @@ const TASKS = Number(process.env.CHAOS_TASKS ?? 200);
 const LEASE_SECONDS = 5;
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-chaos-'));
-fs.chmodSync(dir, 0o755);
-const work = path.join(dir, 'work');
-fs.mkdirSync(work);
-const apiPort = await freePort();
-const stack = await startStack({ dir: path.join(dir, 'stack'), apiPort, dbPort: await freePort([apiPort]) });
-const { env } = stack;
-const db = new pg.Pool({ connectionString: env.DATABASE_URL, max: 4 });
-const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'key') });
+const { env, work, db, admin, close } = await fleetStack('chaos');
 const chaos = fleet({ env, work, capability: 'chaos', workMs: [1000, 3000], maxConcurrent: 3 });
 
 /** Milliseconds until every claim `held` had when its holder was killed has left it. */
@@ -50,7 +37,6 @@ async function handedBackAfter(held: Array<{ id: string; claim_token: string }>,
 }
 
 try {
-  await db.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
   const { token: senderToken } = await admin.createAgent({ id: 'chaos-sender' });
   const sender = createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: senderToken });
   const daemons: FleetDaemon[] = [];
@@ -113,7 +99,5 @@ try {
   if (open > 0 || !completions.every((c) => c.n === 1) || Math.max(...handBacks) > (LEASE_SECONDS + 5) * 1000) process.exitCode = 1;
 } finally {
   await chaos.stop();
-  await db.end();
-  await stack.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await close();
 }

@@ -5,9 +5,45 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { createAdminClient, parseSigningKey, startStack, type AdminClient } from '../src/index.js';
 import type { StackEnv } from '../src/stack/state.js';
 import { packageRoot } from '../src/stack/paths.js';
+import { freePort } from '../src/stack/ports.js';
+
+export interface FleetStack {
+  env: StackEnv;
+  /** A folder for the fleet's files. */
+  work: string;
+  db: pg.Pool;
+  admin: AdminClient;
+  close(): Promise<void>;
+}
+
+/** An embedded stack in a throwaway folder, with the quotas raised as an operator does for a bulk run. */
+export async function fleetStack(prefix: string): Promise<FleetStack> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `baton-${prefix}-`));
+  fs.chmodSync(dir, 0o755);
+  const work = path.join(dir, 'work');
+  fs.mkdirSync(work);
+  const apiPort = await freePort();
+  const stack = await startStack({ dir: path.join(dir, 'stack'), apiPort, dbPort: await freePort([apiPort]) });
+  const { env } = stack;
+  const db = new pg.Pool({ connectionString: env.DATABASE_URL, max: 4 });
+  db.on('error', () => undefined);
+  await db.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
+  const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'key') });
+  return {
+    env, work, db, admin,
+    async close() {
+      await db.end();
+      await stack.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 export interface FleetDaemon {
   id: string;

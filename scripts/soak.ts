@@ -8,14 +8,9 @@
  *   SOAK_DAEMONS=20 SOAK_MINUTES=10 SOAK_RATE=20 npm run bench:soak
  */
 import diagnostics from 'node:diagnostics_channel';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
-import { createAdminClient, createBatonClient, parseSigningKey, startStack } from '../src/index.js';
-import { freePort } from '../src/stack/ports.js';
-import { fleet, rssMiB, type FleetDaemon } from './fleet.js';
+import { createBatonClient } from '../src/index.js';
+import { fleet, fleetStack, rssMiB, type FleetDaemon } from './fleet.js';
 import { median } from './stats.js';
 
 const DAEMONS = Number(process.env.SOAK_DAEMONS ?? 20);
@@ -28,21 +23,11 @@ const say = (text: string) => process.stdout.write(`${text}\n`);
 let requests = 0;
 diagnostics.subscribe('http.server.request.start', () => { requests += 1; });
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-soak-'));
-fs.chmodSync(dir, 0o755);
-const work = path.join(dir, 'work');
-fs.mkdirSync(work);
-const apiPort = await freePort();
-const stack = await startStack({ dir: path.join(dir, 'stack'), apiPort, dbPort: await freePort([apiPort]) });
-const { env } = stack;
-const db = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
-const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'key') });
-
+const { env, work, db, admin, close } = await fleetStack('soak');
 const fleetWork = fleet({ env, work, capability: 'soak', workMs: [20, 100], maxConcurrent: 4 });
 const rss = new Map<string, number[]>();
 
 try {
-  await db.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
   const { token: senderToken } = await admin.createAgent({ id: 'soak-sender' });
   const sender = createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: senderToken });
   const daemons: FleetDaemon[] = [];
@@ -114,7 +99,5 @@ try {
   if (open > 0 || lost > 0 || doubled > 0 || errors.length > 0 || Math.max(...growths) >= 0.2) process.exitCode = 1;
 } finally {
   await fleetWork.stop();
-  await db.end();
-  await stack.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await close();
 }
