@@ -477,6 +477,36 @@ create view public.waiting_tasks with (security_invoker=true) as
 
 -- functions ---------------------------------------------------------------------------------------
 
+CREATE OR REPLACE FUNCTION baton_private.add_usage(agent text, add_handoffs integer, add_messages integer, add_artifacts integer, OUT open_tasks integer, OUT handoffs integer, OUT messages integer, OUT artifacts integer)
+ RETURNS record
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+#variable_conflict use_column
+declare
+  this_minute timestamptz := date_trunc('minute', now());
+begin
+  if add_handoffs + add_messages + add_artifacts > 0 then
+    insert into public.agent_usage as u (agent_id, slot, minute, handoffs, messages, artifacts, open_tasks)
+    values (agent, baton_private.usage_slot(), this_minute, add_handoffs, add_messages, add_artifacts, add_handoffs)
+    on conflict (agent_id, slot) do update set
+      minute = this_minute,
+      handoffs = case when u.minute = this_minute then u.handoffs else 0 end + add_handoffs,
+      messages = case when u.minute = this_minute then u.messages else 0 end + add_messages,
+      artifacts = case when u.minute = this_minute then u.artifacts else 0 end + add_artifacts,
+      open_tasks = u.open_tasks + add_handoffs;
+  end if;
+  select coalesce(sum(u.open_tasks), 0),
+         coalesce(sum(u.handoffs) filter (where u.minute = this_minute), 0),
+         coalesce(sum(u.messages) filter (where u.minute = this_minute), 0),
+         coalesce(sum(u.artifacts) filter (where u.minute = this_minute), 0)
+  into open_tasks, handoffs, messages, artifacts
+  from public.agent_usage u where u.agent_id = agent;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.agent_capabilities(agent text)
  RETURNS text[]
  LANGUAGE plpgsql
@@ -740,6 +770,22 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.check_rate(agent text, what text, used integer, quota integer, setting text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if used > quota then
+    raise exception 'agent "%" reached its quota of % % per minute', agent, quota, replace(what, 'handoffs', 'hand-offs')
+      using errcode = 'BT013',
+            hint = format('Try again in %s s; an operator can raise baton_settings.%s.',
+                          greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1), setting);
+  end if;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.check_request()
  RETURNS void
  LANGUAGE plpgsql
@@ -923,32 +969,6 @@ begin
     as $body$ select %s $body$
   $ddl$, case when cases = '' then 'false' -- an empty table allows no change at all
               else pg_catalog.format('coalesce(case from_status %s else false end, false)', cases) end);
-end
-$function$
-;
-
-CREATE OR REPLACE FUNCTION baton_private.count_handoffs(agent text, n integer, OUT open_tasks integer, OUT handoffs integer)
- RETURNS record
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO ''
-AS $function$
-declare
-  this_minute timestamptz := date_trunc('minute', now());
-begin
-  if n > 0 then
-    insert into public.agent_usage as u (agent_id, slot, minute, handoffs, open_tasks)
-    values (agent, baton_private.usage_slot(), this_minute, n, n)
-    on conflict (agent_id, slot) do update set
-      minute = this_minute,
-      handoffs = case when u.minute = this_minute then u.handoffs else 0 end + n,
-      messages = case when u.minute = this_minute then u.messages else 0 end,
-      artifacts = case when u.minute = this_minute then u.artifacts else 0 end,
-      open_tasks = u.open_tasks + n;
-  end if;
-  select coalesce(sum(u.open_tasks), 0), coalesce(sum(u.handoffs) filter (where u.minute = this_minute), 0)
-  into open_tasks, handoffs
-  from public.agent_usage u where u.agent_id = agent;
 end
 $function$
 ;
@@ -2155,7 +2175,7 @@ declare
   settings public.baton_settings := baton_private.settings();
   used record;
 begin
-  select * into used from baton_private.count_handoffs(new.from_agent, 1);
+  select * into used from baton_private.add_usage(new.from_agent, 1, 0, 0);
   if baton_private.current_agent_id() is null then
     return new;
   end if;
@@ -2168,12 +2188,7 @@ begin
       using errcode = 'BT013',
             hint = 'Wait for some to finish, or cancel those no longer needed; an operator can raise baton_settings.open_tasks_per_sender.';
   end if;
-  if used.handoffs > settings.handoffs_per_minute then
-    raise exception 'agent "%" reached its quota of % hand-offs per minute', new.from_agent, settings.handoffs_per_minute
-      using errcode = 'BT013',
-            hint = format('Try again in %s s; an operator can raise baton_settings.handoffs_per_minute.',
-                          greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1));
-  end if;
+  perform baton_private.check_rate(new.from_agent, 'handoffs', used.handoffs, settings.handoffs_per_minute, 'handoffs_per_minute');
   return new;
 end
 $function$
@@ -2429,24 +2444,11 @@ CREATE OR REPLACE FUNCTION baton_private.use_quota(agent text, what text, quota 
  SET search_path TO ''
 AS $function$
 declare
-  used integer;
-  this_minute timestamptz := date_trunc('minute', now());
+  used record;
 begin
-  insert into public.agent_usage as u (agent_id, slot, minute, handoffs, messages, artifacts)
-  values (agent, baton_private.usage_slot(), this_minute, (what = 'handoffs')::int, (what = 'messages')::int, (what = 'artifacts')::int)
-  on conflict (agent_id, slot) do update set
-    minute = this_minute,
-    handoffs = case when u.minute = this_minute then u.handoffs else 0 end + (what = 'handoffs')::int,
-    messages = case when u.minute = this_minute then u.messages else 0 end + (what = 'messages')::int,
-    artifacts = case when u.minute = this_minute then u.artifacts else 0 end + (what = 'artifacts')::int;
-  select sum(case what when 'handoffs' then u.handoffs when 'messages' then u.messages else u.artifacts end) into used
-  from public.agent_usage u where u.agent_id = agent and u.minute = this_minute;
-  if used > quota then
-    raise exception 'agent "%" reached its quota of % % per minute', agent, quota, replace(what, 'handoffs', 'hand-offs')
-      using errcode = 'BT013',
-            hint = format('Try again in %s s; an operator can raise baton_settings.%s.',
-                          greatest(ceil(extract(epoch from this_minute + interval '1 minute' - now())), 1), setting);
-  end if;
+  select * into used from baton_private.add_usage(agent, (what = 'handoffs')::int, (what = 'messages')::int, (what = 'artifacts')::int);
+  perform baton_private.check_rate(agent, what,
+    case what when 'handoffs' then used.handoffs when 'messages' then used.messages else used.artifacts end, quota, setting);
 end
 $function$
 ;
@@ -3004,7 +3006,7 @@ begin
       hint = 'Send [{"title": "…", "to_agent": "coder", "payload": {}}, …].';
   end if;
   -- What the sender used, read without a lock: its concurrent requests do not wait for each other.
-  select * into used from baton_private.count_handoffs(me, 0);
+  select * into used from baton_private.add_usage(me, 0, 0, 0);
   if used.open_tasks + jsonb_array_length(p_tasks) > settings.open_tasks_per_sender then
     used.open_tasks := baton_private.recount_open_tasks(me, 0);
   end if;
@@ -3071,7 +3073,7 @@ begin
     end if;
   end loop;
   perform set_config('baton.batch', '', true);
-  perform baton_private.count_handoffs(me, count_made);
+  perform baton_private.add_usage(me, count_made, 0, 0);
   return query
     select q.key::integer, (q.value #>> '{}')::uuid, null::text, null::text, null::text from jsonb_each(quick) q
     union all
@@ -3820,6 +3822,8 @@ column: public.agents (skills_offered) UPDATE to authenticated
 
 column: public.agents (status_message) UPDATE to authenticated
 
+function: baton_private.add_usage(agent text, add_handoffs integer, add_messages integer, add_artifacts integer, OUT open_tasks integer, OUT handoffs integer, OUT messages integer, OUT artifacts integer) EXECUTE to postgres
+
 function: baton_private.agent_capabilities(agent text) EXECUTE to anon
 
 function: baton_private.agent_capabilities(agent text) EXECUTE to authenticated
@@ -3872,6 +3876,8 @@ function: baton_private.check_lease(seconds integer) EXECUTE to postgres
 
 function: baton_private.check_lease(seconds integer) EXECUTE to service_role
 
+function: baton_private.check_rate(agent text, what text, used integer, quota integer, setting text) EXECUTE to postgres
+
 function: baton_private.check_request() EXECUTE to anon
 
 function: baton_private.check_request() EXECUTE to authenticated
@@ -3893,8 +3899,6 @@ function: baton_private.claim_expires_at(t public.task_handoffs, holder public.a
 function: baton_private.claimable_exists(me text, mine text[], queues text[]) EXECUTE to postgres
 
 function: baton_private.compile_transitions() EXECUTE to postgres
-
-function: baton_private.count_handoffs(agent text, n integer, OUT open_tasks integer, OUT handoffs integer) EXECUTE to postgres
 
 function: baton_private.create_follow_up(parent public.task_handoffs, request jsonb, agent text) EXECUTE to postgres
 

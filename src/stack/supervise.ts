@@ -32,21 +32,21 @@ export async function supervise(
   name: string, start: () => Promise<Supervised>, log: Logger, restarted?: (pid: number) => void,
 ): Promise<Supervisor> {
   let current = await start();
-  let stopping = false;
   let restarting: Promise<void> = Promise.resolve();
   const stopped = new AbortController();
+  const stopping = () => stopped.signal.aborted;
 
   const watch = (proc: Supervised, startedAt: number, delayMs: number): void => {
     void proc.exited.then(() => {
-      if (stopping) return;
+      if (stopping()) return;
       restarting = restart(Date.now() - startedAt >= healthyAfterMs ? firstDelayMs : delayMs);
     });
   };
   const restart = async (delayMs: number): Promise<void> => {
-    for (let delay = delayMs; !stopping; delay = Math.min(maxDelayMs, delay * 2)) {
+    for (let delay = delayMs; !stopping(); delay = Math.min(maxDelayMs, delay * 2)) {
       log.error({ process: name, retryInMs: delay }, `${name} exited unexpectedly; starting it again`);
       await sleep(delay, undefined, { signal: stopped.signal }).catch(() => undefined);
-      if (stopping) return;
+      if (stopping()) return;
       try {
         current = await start();
       } catch (err) {
@@ -64,7 +64,6 @@ export async function supervise(
   return {
     get pid() { return current.pid; },
     async stop() {
-      stopping = true;
       stopped.abort();
       await restarting;
       await current.stop();

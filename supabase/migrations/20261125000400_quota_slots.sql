@@ -23,27 +23,49 @@ create function baton_private.usage_slot() returns smallint
 language sql stable
 as $$ select (pg_catalog.pg_backend_pid() % 64)::smallint $$;
 
--- Counts `n` hand-offs of `agent` (0 to read only) in this connection's slot, and returns what the agent
--- used in all: its open tasks (an upper bound) and its hand-offs this minute.
-create function baton_private.count_handoffs(agent text, n integer, out open_tasks integer, out handoffs integer)
+-- Every quota counts through here: adds what `agent` used to this connection's slot (nothing, to read
+-- only) and returns its use in all: its open tasks (an upper bound; each hand-off opens one) and its
+-- hand-offs, messages and artifacts this minute.
+create function baton_private.add_usage(
+  agent text, add_handoffs integer, add_messages integer, add_artifacts integer,
+  out open_tasks integer, out handoffs integer, out messages integer, out artifacts integer
+)
 language plpgsql security definer set search_path = ''
 as $$
+#variable_conflict use_column
 declare
   this_minute timestamptz := date_trunc('minute', now());
 begin
-  if n > 0 then
-    insert into public.agent_usage as u (agent_id, slot, minute, handoffs, open_tasks)
-    values (agent, baton_private.usage_slot(), this_minute, n, n)
+  if add_handoffs + add_messages + add_artifacts > 0 then
+    insert into public.agent_usage as u (agent_id, slot, minute, handoffs, messages, artifacts, open_tasks)
+    values (agent, baton_private.usage_slot(), this_minute, add_handoffs, add_messages, add_artifacts, add_handoffs)
     on conflict (agent_id, slot) do update set
       minute = this_minute,
-      handoffs = case when u.minute = this_minute then u.handoffs else 0 end + n,
-      messages = case when u.minute = this_minute then u.messages else 0 end,
-      artifacts = case when u.minute = this_minute then u.artifacts else 0 end,
-      open_tasks = u.open_tasks + n;
+      handoffs = case when u.minute = this_minute then u.handoffs else 0 end + add_handoffs,
+      messages = case when u.minute = this_minute then u.messages else 0 end + add_messages,
+      artifacts = case when u.minute = this_minute then u.artifacts else 0 end + add_artifacts,
+      open_tasks = u.open_tasks + add_handoffs;
   end if;
-  select coalesce(sum(u.open_tasks), 0), coalesce(sum(u.handoffs) filter (where u.minute = this_minute), 0)
-  into open_tasks, handoffs
+  select coalesce(sum(u.open_tasks), 0),
+         coalesce(sum(u.handoffs) filter (where u.minute = this_minute), 0),
+         coalesce(sum(u.messages) filter (where u.minute = this_minute), 0),
+         coalesce(sum(u.artifacts) filter (where u.minute = this_minute), 0)
+  into open_tasks, handoffs, messages, artifacts
   from public.agent_usage u where u.agent_id = agent;
+end
+$$;
+
+-- Refuses a use that took `what` past its per-minute quota, saying when to try again.
+create function baton_private.check_rate(agent text, what text, used integer, quota integer, setting text) returns void
+language plpgsql set search_path = ''
+as $$
+begin
+  if used > quota then
+    raise exception 'agent "%" reached its quota of % % per minute', agent, quota, replace(what, 'handoffs', 'hand-offs')
+      using errcode = 'BT013',
+            hint = format('Try again in %s s; an operator can raise baton_settings.%s.',
+                          greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1), setting);
+  end if;
 end
 $$;
 
@@ -64,28 +86,16 @@ begin
 end
 $$;
 
+-- Messages and artifacts (their triggers call this).
 create or replace function baton_private.use_quota(agent text, what text, quota integer, setting text) returns void
 language plpgsql security definer set search_path = ''
 as $$
 declare
-  used integer;
-  this_minute timestamptz := date_trunc('minute', now());
+  used record;
 begin
-  insert into public.agent_usage as u (agent_id, slot, minute, handoffs, messages, artifacts)
-  values (agent, baton_private.usage_slot(), this_minute, (what = 'handoffs')::int, (what = 'messages')::int, (what = 'artifacts')::int)
-  on conflict (agent_id, slot) do update set
-    minute = this_minute,
-    handoffs = case when u.minute = this_minute then u.handoffs else 0 end + (what = 'handoffs')::int,
-    messages = case when u.minute = this_minute then u.messages else 0 end + (what = 'messages')::int,
-    artifacts = case when u.minute = this_minute then u.artifacts else 0 end + (what = 'artifacts')::int;
-  select sum(case what when 'handoffs' then u.handoffs when 'messages' then u.messages else u.artifacts end) into used
-  from public.agent_usage u where u.agent_id = agent and u.minute = this_minute;
-  if used > quota then
-    raise exception 'agent "%" reached its quota of % % per minute', agent, quota, replace(what, 'handoffs', 'hand-offs')
-      using errcode = 'BT013',
-            hint = format('Try again in %s s; an operator can raise baton_settings.%s.',
-                          greatest(ceil(extract(epoch from this_minute + interval '1 minute' - now())), 1), setting);
-  end if;
+  select * into used from baton_private.add_usage(agent, (what = 'handoffs')::int, (what = 'messages')::int, (what = 'artifacts')::int);
+  perform baton_private.check_rate(agent, what,
+    case what when 'handoffs' then used.handoffs when 'messages' then used.messages else used.artifacts end, quota, setting);
 end
 $$;
 
@@ -97,7 +107,7 @@ declare
   settings public.baton_settings := baton_private.settings();
   used record;
 begin
-  select * into used from baton_private.count_handoffs(new.from_agent, 1);
+  select * into used from baton_private.add_usage(new.from_agent, 1, 0, 0);
   if baton_private.current_agent_id() is null then
     return new;
   end if;
@@ -110,17 +120,13 @@ begin
       using errcode = 'BT013',
             hint = 'Wait for some to finish, or cancel those no longer needed; an operator can raise baton_settings.open_tasks_per_sender.';
   end if;
-  if used.handoffs > settings.handoffs_per_minute then
-    raise exception 'agent "%" reached its quota of % hand-offs per minute', new.from_agent, settings.handoffs_per_minute
-      using errcode = 'BT013',
-            hint = format('Try again in %s s; an operator can raise baton_settings.handoffs_per_minute.',
-                          greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1));
-  end if;
+  perform baton_private.check_rate(new.from_agent, 'handoffs', used.handoffs, settings.handoffs_per_minute, 'handoffs_per_minute');
   return new;
 end
 $$;
 
-revoke all on function baton_private.usage_slot(), baton_private.count_handoffs(text, integer) from public, anon, authenticated;
+revoke all on function baton_private.usage_slot(), baton_private.add_usage(text, integer, integer, integer),
+  baton_private.check_rate(text, text, integer, integer, text) from public, anon, authenticated;
 
 -- The batch reads the sender's usage without a lock and counts what it made in its own slot.
 create or replace function public.handoff_tasks(p_tasks jsonb)
@@ -146,7 +152,7 @@ begin
       hint = 'Send [{"title": "…", "to_agent": "coder", "payload": {}}, …].';
   end if;
   -- What the sender used, read without a lock: its concurrent requests do not wait for each other.
-  select * into used from baton_private.count_handoffs(me, 0);
+  select * into used from baton_private.add_usage(me, 0, 0, 0);
   if used.open_tasks + jsonb_array_length(p_tasks) > settings.open_tasks_per_sender then
     used.open_tasks := baton_private.recount_open_tasks(me, 0);
   end if;
@@ -213,7 +219,7 @@ begin
     end if;
   end loop;
   perform set_config('baton.batch', '', true);
-  perform baton_private.count_handoffs(me, count_made);
+  perform baton_private.add_usage(me, count_made, 0, 0);
   return query
     select q.key::integer, (q.value #>> '{}')::uuid, null::text, null::text, null::text from jsonb_each(quick) q
     union all
