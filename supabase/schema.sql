@@ -121,7 +121,7 @@ create table public.task_declines (
 alter table public.task_declines enable row level security;
 
 create table public.task_events (
-  id bigint not null,
+  id bigint not null generated always as identity,
   task_id uuid not null,
   actor text not null,
   from_status public.task_status,
@@ -3787,6 +3787,9 @@ create policy "Agents can view tasks they sent, hold, are addressed, or could " 
 
 create policy "Agents can read the allowed transitions" on public.task_status_transitions as permissive for select to authenticated
   using (true);
+
+create policy "Agents can listen on their own topic, their capabilities' topic" on realtime.messages as permissive for select to authenticated
+  using (((extension = 'broadcast'::text) AND baton_private.may_listen(realtime.topic())));
 
 -- grants ------------------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@
 -- with row_number() to cut there; the ordered aggregate now keeps its first 100, which reads more
 -- plainly. (A profile of report_and_claim had put the window at 3.5 % of a worker's Postgres CPU; ten
 -- interleaved pairs of runs of 2,000 tasks measured no difference, 0.000 ms a task, median of the pairs.)
-
 create function baton_private.work_topic(to_agent text, required_capabilities text[]) returns text
 language sql immutable parallel safe
 as $$
@@ -20,9 +19,70 @@ as $$
               when cardinality(required_capabilities) = 0 then 'tasks:open'
               else 'capability:' || required_capabilities[1] end
 $$;
+
 revoke all on function baton_private.work_topic(text, text[]) from public, anon, authenticated;
 
-create or replace function baton_private.tg_task_handoffs__follow_change() returns trigger
+-- Push: the database says when there is work, through Supabase Realtime's broadcast on private
+-- channels, so agents wake at once instead of at their next poll. A message carries task ids and a
+-- status at most, never a payload: the claim still goes through claim_task / claim_next_tasks and
+-- their rules. Who may listen on which topic is a row-level security policy on realtime.messages,
+-- which Realtime (hosted, or the embedded stack's gateway) evaluates as the joining agent.
+--
+-- Topics:
+--   agent:<id>          work addressed to the agent, and news of the tasks it sent or holds
+--   capability:<name>   broadcasts needing that capability (sent on a task's first one: everyone who
+--                       can take the task holds it)
+--   tasks:open          broadcasts needing no capability
+
+-- Whether the requesting agent may listen on `topic`.
+create function baton_private.may_listen(topic text) returns boolean
+language sql stable security definer set search_path = ''
+as $$
+  select case
+    when topic = 'tasks:open' then true
+    when topic like 'agent:%' then substr(topic, 7) = baton_private.current_agent_id()
+    when topic like 'capability:%' then exists (
+      select from public.agents a
+      where a.id = baton_private.current_agent_id() and substr(topic, 12) = any (a.capabilities))
+    else false
+  end
+  and baton_private.current_agent_id() is not null
+$$;
+
+revoke all on function baton_private.may_listen(text) from public, anon;
+grant execute on function baton_private.may_listen(text) to authenticated;
+
+create function baton_private.tg_task_handoffs__follow_insert() returns trigger
+language plpgsql security definer set search_path = ''
+as $$
+declare
+  actor text := baton_private.event_actor();
+  topics text[];
+  bodies jsonb[];
+begin
+  with history as (
+    insert into public.task_events (task_id, actor, from_status, to_status, note)
+    select c.id, actor, null, c.status, nullif(current_setting('baton.note', true), '')
+    from created c
+  )
+  -- Push: each queue hears of its new tasks, the first 100 in id order. A task that waits for others
+  -- is announced when they release it, not before.
+  select array_agg(a.topic), array_agg(jsonb_build_object('tasks', to_jsonb(a.tasks[1:100]))) into topics, bodies
+  from (
+    select baton_private.work_topic(c.to_agent, c.required_capabilities) as topic,
+           array_agg(jsonb_strip_nulls(jsonb_build_object('id', c.id, 'status', c.status, 'not_before', c.not_before)) order by c.id) as tasks
+    from created c
+    where c.status = 'pending' and c.not_before is distinct from 'infinity'::timestamptz
+    group by 1
+  ) a;
+  perform realtime.send(x.body, 'work', x.topic, true) from unnest(bodies, topics) as x (body, topic);
+  return null;
+end
+$$;
+
+revoke all on function baton_private.tg_task_handoffs__follow_insert() from public, anon, authenticated;
+
+create function baton_private.tg_task_handoffs__follow_change() returns trigger
 language plpgsql security definer set search_path = ''
 as $$
 declare
@@ -98,43 +158,16 @@ begin
 end
 $$;
 
-create or replace function baton_private.tg_task_handoffs__follow_insert() returns trigger
-language plpgsql security definer set search_path = ''
-as $$
-declare
-  actor text := baton_private.event_actor();
-  topics text[];
-  bodies jsonb[];
-begin
-  with history as (
-    insert into public.task_events (task_id, actor, from_status, to_status, note)
-    select c.id, actor, null, c.status, nullif(current_setting('baton.note', true), '')
-    from created c
-  )
-  -- Push: each queue hears of its new tasks, the first 100 in id order. A task that waits for others
-  -- is announced when they release it, not before.
-  select array_agg(a.topic), array_agg(jsonb_build_object('tasks', to_jsonb(a.tasks[1:100]))) into topics, bodies
-  from (
-    select baton_private.work_topic(c.to_agent, c.required_capabilities) as topic,
-           array_agg(jsonb_strip_nulls(jsonb_build_object('id', c.id, 'status', c.status, 'not_before', c.not_before)) order by c.id) as tasks
-    from created c
-    where c.status = 'pending' and c.not_before is distinct from 'infinity'::timestamptz
-    group by 1
-  ) a;
-  perform realtime.send(x.body, 'work', x.topic, true) from unnest(bodies, topics) as x (body, topic);
-  return null;
-end
-$$;
+revoke all on function baton_private.tg_task_handoffs__follow_change() from public, anon, authenticated;
 
--- A task released from waiting is announced by follow_change, as its UPDATE's statement ends.
-create or replace function baton_private.release_waiting(d public.task_handoffs) returns void
-language plpgsql security definer set search_path = ''
-as $$
-begin
-  update public.task_handoffs set waiting_on = 0, not_before = case when run_at > now() then run_at end
-  where id = d.id;
-end
-$$;
+create trigger follow_change after update on public.task_handoffs
+  referencing old table as previous new table as changed
+  for each statement execute function baton_private.tg_task_handoffs__follow_change();
 
-drop function baton_private.announce_changes(jsonb, jsonb);
-drop function baton_private.announce(jsonb);
+create trigger follow_insert after insert on public.task_handoffs
+  referencing new table as created
+  for each statement execute function baton_private.tg_task_handoffs__follow_insert();
+
+create policy "Agents can listen on their own topic, their capabilities' topics and open work"
+  on realtime.messages for select to authenticated
+  using (realtime.messages.extension = 'broadcast' and baton_private.may_listen(realtime.topic()));
