@@ -1,15 +1,65 @@
--- Agents, their tokens and the settings every rule reads.
--- Identity: an agent acts with a JWT (role authenticated) that carries `agent_id` and a token id `jti`.
--- Each request is checked against agent_tokens before it runs, so revoking a token works at once.
+-- Foundation: the private schema, its guard, the status and priority types, the settings every rule
+-- reads, and the helpers every other file calls (who is calling, the history note, slugs, batches).
+--
+-- The layout of the schema, one file per area (docs/architecture.md maps each rule to its function):
+--   foundation        this file
+--   agents            agents, their tokens, heartbeats and incarnations
+--   tasks             task_handoffs, the status machine, the history table, hand-off and cancel
+--   claims            claiming, leases, starting, reporting (complete, fail, decline, reject), retries
+--   sweep             what the sweep re-queues, fails and schedules
+--   conversation      agent_messages, questions and answers
+--   artifacts         task_artifacts and inputs
+--   lineage           parents, chains, follow-ups and who works on what
+--   workflows         dependencies, joins, fan-out, schedules, dead letters, retention
+--   history_and_push  what follows every insert and change of a task: its history and the push
+--   limits_and_quotas JSON limits and per-agent quotas
+--   requests          PostgREST's per-request check and the hints for direct writes
+--
+-- Migrations are only ever added from here on; supabase/schema.sql shows the schema they leave.
+
 create schema if not exists baton_private;
-
+comment on schema baton_private is 'Baton internals: helpers and trigger functions. Not exposed through the API.';
 revoke all on schema baton_private from public;
-
 grant usage on schema baton_private to anon, authenticated, service_role;
-
 alter default privileges in schema baton_private revoke execute on functions from public;
 
--- Tasks handed from one agent to another, the rules of their status, and their history.
+-- Internals stay internal ----------------------------------------------------------------------------
+-- Postgres grants EXECUTE on every new function to PUBLIC, and a schema's default privileges cannot take
+-- that back. So every function created in baton_private has it revoked at once by an event trigger
+-- (where the database allows one), and each file grants back only what row-level security, validation
+-- triggers and the pre-request check call as the requesting role. Where no event trigger can be made,
+-- the last file revokes it from every function here. test/hardening.test.ts checks every function.
+create function baton_private.tg_revoke_public_execute() returns event_trigger
+language plpgsql set search_path = ''
+as $$
+declare
+  created record;
+begin
+  for created in
+    select c.object_identity from pg_catalog.pg_event_trigger_ddl_commands() c
+    where c.object_type in ('function', 'procedure') and c.schema_name = 'baton_private'
+  loop
+    execute format('revoke execute on routine %s from public', created.object_identity);
+  end loop;
+end
+$$;
+
+revoke execute on function baton_private.tg_revoke_public_execute() from public;
+
+
+do $$
+begin
+  create event trigger baton_private_functions_are_private on ddl_command_end
+    when tag in ('CREATE FUNCTION', 'CREATE PROCEDURE')
+    execute function baton_private.tg_revoke_public_execute();
+exception when insufficient_privilege then
+  raise notice 'baton: no event trigger (not a superuser here); functions added to baton_private later must revoke PUBLIC execute themselves';
+end
+$$;
+
+
+-- Types ---------------------------------------------------------------------------------------------
+-- Where a task stands (the allowed changes are the rows of task_status_transitions, in tasks).
 create type public.task_status as enum (
   'pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled'
 );
@@ -19,12 +69,12 @@ create type public.task_priority as enum ('low', 'medium', 'high', 'urgent');
 -- Messages between agents: notes, progress, questions and answers, optionally threaded on a task.
 create type public.message_kind as enum ('note', 'progress', 'question', 'answer', 'result');
 
-comment on schema baton_private is 'Baton internals: helpers and trigger functions. Not exposed through the API.';
 comment on type public.task_status is 'Where a task stands. completed, failed, rejected and cancelled are final.';
 comment on type public.task_priority is 'Claim order: urgent first, then high, medium, low; oldest first within one priority.';
 comment on type public.message_kind is 'What a message is for; question and answer carry the input_required exchange of a task.';
 
 -- Settings ------------------------------------------------------------------------------------------
+-- One row, edited by an operator (Studio, or the service role); agents may read it.
 create table public.baton_settings (
   id boolean not null default true,
   max_chain_depth integer not null default 5,
@@ -79,45 +129,8 @@ comment on column public.baton_settings.retention_batch is 'At most this many ta
 
 insert into public.baton_settings default values;
 
-create function baton_private.tg_revoke_public_execute() returns event_trigger
-language plpgsql set search_path = ''
-as $$
-declare
-  created record;
-begin
-  for created in
-    select c.object_identity from pg_catalog.pg_event_trigger_ddl_commands() c
-    where c.object_type in ('function', 'procedure') and c.schema_name = 'baton_private'
-  loop
-    execute format('revoke execute on routine %s from public', created.object_identity);
-  end loop;
-end
-$$;
-
-revoke execute on function baton_private.tg_revoke_public_execute() from public;
-
--- Internals run only inside Baton's own functions and policies. API roles may execute just the helpers
--- that row-level security policies, validation triggers and PostgREST's pre-request hook call as the
--- requesting role.
-revoke execute on all functions in schema baton_private from public;
-
--- Internals stay internal ----------------------------------------------------------------------------
--- Postgres grants EXECUTE on every new function to PUBLIC, and a schema's default privileges cannot take
--- that back. So: revoke it from everything in baton_private now, grant back only what row-level
--- security, validation triggers and the pre-request check call as the requesting role, and revoke it
--- again whenever a function is created there later (an event trigger, where the database allows one;
--- test/privileges.test.ts checks every function either way).
-revoke execute on all functions in schema baton_private from public, anon, authenticated;
-
-do $$
-begin
-  create event trigger baton_private_functions_are_private on ddl_command_end
-    when tag in ('CREATE FUNCTION', 'CREATE PROCEDURE')
-    execute function baton_private.tg_revoke_public_execute();
-exception when insufficient_privilege then
-  raise notice 'baton: no event trigger (not a superuser here); functions added to baton_private later must revoke PUBLIC execute themselves';
-end
-$$;
+create policy "Agents can read the settings" on public.baton_settings
+  for select to authenticated using (true);
 
 -- The settings row, read by nearly every rule: PL/pgSQL keeps the plan of its one query for the
 -- session, where a SQL function that reads a table (never inlined) plans it again on every call.
@@ -145,6 +158,7 @@ as $$ select nullif(auth.jwt() ->> 'agent_id', '') $$;
 
 grant execute on function baton_private.current_agent_id() to anon, authenticated, service_role;
 
+-- RPCs that only an agent may call start here.
 create function baton_private.require_agent() returns text
 language plpgsql stable set search_path = ''
 as $$
@@ -160,6 +174,7 @@ begin
 end
 $$;
 
+-- Who a history row names: what the operator set as baton.actor, else the agent calling, else the role.
 create function baton_private.event_actor() returns text
 language sql stable
 as $$
@@ -175,9 +190,8 @@ create function baton_private.set_note(note text) returns void
 language sql set search_path = ''
 as $$ select set_config('baton.note', left(coalesce(note, ''), 2000), true) $$;
 
--- Each row a hand-off inserts passed through a dozen function calls that had nothing to check (an empty
--- list of outputs, no lease, an empty payload): each call costs more than the check. They are skipped
--- where the value says there is nothing to check, and the slug test is inlined into its callers.
+-- Agent ids and capabilities are slugs. An SQL function without SET or SECURITY DEFINER: PostgreSQL
+-- inlines it into its callers (a call of its own costs more than the test).
 create function baton_private.is_slug(value text) returns boolean
 language sql immutable
 as $$ select value operator(pg_catalog.~) '^[a-z0-9][a-z0-9._:-]{0,62}$' $$;
@@ -195,11 +209,9 @@ begin
 end
 $$;
 
+-- Set by the batch RPCs around an INSERT of many tasks, whose quota they count once for the batch.
 create function baton_private.in_batch() returns boolean
 language sql stable
 as $$ select coalesce(pg_catalog.current_setting('baton.batch', true), '') = 'on' $$;
 
 revoke execute on function baton_private.in_batch() from public, anon, authenticated;
-
-create policy "Agents can read the settings" on public.baton_settings
-  for select to authenticated using (true);

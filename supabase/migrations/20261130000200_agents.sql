@@ -1,3 +1,9 @@
+-- Agents: who they are (agents), the tokens they act with (agent_tokens), and how they say they are
+-- alive: heartbeats, the rhythm they wake at (poll_interval), and incarnations (a process starting as
+-- the agent hands back what an earlier one held). An agent acts with a JWT (role authenticated) that
+-- carries `agent_id` and a token id `jti`; each request is checked against agent_tokens before it
+-- runs (requests), so revoking a token works at once.
+
 -- Agents --------------------------------------------------------------------------------------------
 create table public.agents (
   id text not null,

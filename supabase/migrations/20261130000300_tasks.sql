@@ -1,4 +1,18 @@
--- Allowed status changes ----------------------------------------------------------------------------
+-- Tasks: the task_handoffs table, the status machine that every change of a task passes, the history
+-- of each task, who may see a task, and the RPCs that hand work off, cancel and reassign it.
+--
+-- The triggers on task_handoffs, in the order they run. PostgreSQL runs the BEFORE triggers of one
+-- event in the alphabetical order of their names:
+--   before insert  limit_json (limits_and_quotas), prepare_insert (here), quota (limits_and_quotas),
+--                  validate (here), wait_on_dependencies (workflows, only with dependencies or run_at)
+--   before update  keep_dependencies (workflows, when they change), limit_json_on_change
+--                  (limits_and_quotas), transition (here), validate_on_change (here)
+--   after insert   follow_insert (history_and_push), once per statement
+--   after update   follow_change (history_and_push), once per statement
+
+-- The status machine ----------------------------------------------------------------------------------
+-- Every allowed change of status is a row here: the transition trigger refuses any other, whoever makes
+-- it (an RPC, the sweep, or an operator in Studio).
 create table public.task_status_transitions (
   from_status public.task_status not null,
   to_status public.task_status not null,
@@ -26,13 +40,9 @@ insert into public.task_status_transitions (from_status, to_status, meaning) val
   ('in_progress', 'input_required', 'the holder asked the sender a question'),
   ('in_progress', 'cancelled', 'the sender withdrew it'),
   ('input_required', 'in_progress', 'the sender answered'),
-  ('input_required', 'cancelled', 'the sender withdrew it');
-
--- Throughput: claiming and starting is one status change; history and result messages are written once
--- per statement; a payload is validated when it changes, not on every status change; and outcomes and
--- hand-offs travel in batches, each task judged on its own.
-insert into public.task_status_transitions (from_status, to_status, meaning)
-values ('pending', 'in_progress', 'an agent claimed it and started at once');
+  ('input_required', 'cancelled', 'the sender withdrew it'),
+  -- Claiming and starting in one status change (claim_next_tasks with p_start).
+  ('pending', 'in_progress', 'an agent claimed it and started at once');
 
 -- Tasks ---------------------------------------------------------------------------------------------
 create table public.task_handoffs (
@@ -159,15 +169,8 @@ create index task_handoffs_from_agent_idx on public.task_handoffs (from_agent, p
 
 create index task_events_task_idx on public.task_events (task_id, at);
 
--- Leaner hot paths, measured with the throughput bench:
--- * A sender's open-task counter was decremented whenever one of its tasks became final, so every agent
---   completing work for the same sender queued on that sender's one counter row: completions were
---   serialized across agents. The counter is now an upper bound (every hand-off adds one, nothing
---   subtracts) and is recounted from the tasks themselves only when it reaches the quota.
--- * The JSON shape check runs only when a JSON column changes, and skips values too small to break a
---   limit without walking them.
-
--- The recount reads only open tasks, however much history a sender has.
+-- The open-task quota's recount (limits_and_quotas) reads only open tasks, however much history a
+-- sender has.
 create index task_handoffs_open_from_agent_idx on public.task_handoffs (from_agent)
   where status in ('pending', 'claimed', 'in_progress', 'input_required');
 
@@ -181,11 +184,11 @@ create index task_handoffs_open_to_agent_idx on public.task_handoffs (to_agent, 
 
 -- The transition rule, checked without a query per row.
 --
--- The transition trigger runs for every status change (two per task: its claim and its end). It looked
--- up task_status_transitions with a query for each row, and ran with its own search_path, which Postgres
--- sets and restores on every call. Measured with track_functions on a claim-and-report loop (10 per
--- call, three alternated runs each), the trigger cost 69-76 µs of Postgres per task, and 25-27 as
--- below; a claim and completion went from 1.17-1.22 to 1.04-1.09 ms.
+-- The transition trigger runs for every status change (two per task: its claim and its end). Looking up
+-- task_status_transitions with a query for each row, under a search_path of its own (which Postgres
+-- sets and restores on every call), cost 69-76 µs of Postgres per task (track_functions, a
+-- claim-and-report loop of 10 per call); compiled as below, 25-27, and a claim and completion went
+-- from 1.17-1.22 to 1.04-1.09 ms.
 --
 -- task_status_transitions stays the rule: baton_private.transition_allowed() is compiled from it, one
 -- CASE over the from-status, and compiled again by a trigger whenever the table changes. It is a SQL
@@ -283,11 +286,11 @@ $$;
 
 -- The check of a task's required capabilities, without a query.
 --
--- The validation trigger checked each capability with a subquery over unnest(...): a query for every
--- task handed off, half the trigger's cost (29 of its µs a task, track_functions, 10,000 hand-offs on a
--- stack with a million finished tasks; 14-16 µs with the loop below, which PL/pgSQL evaluates as plain
--- expressions). The rule is the same: at most 32, none null, each a slug (baton_private.is_slug, which
--- PostgreSQL inlines). Otherwise as in …0900_lean_paths.sql.
+-- Checking each capability with a subquery over unnest(...) is a query for every task handed off, half
+-- the trigger's cost (29 of its µs a task, track_functions, 10,000 hand-offs on a stack with a million
+-- finished tasks); the loop below, which PL/pgSQL evaluates as plain expressions, costs 14-16. The rule:
+-- at most 32, none null, each a slug (baton_private.is_slug, which PostgreSQL inlines). The trigger
+-- validates a column only when it is new or changed.
 create function baton_private.tg_task_handoffs__validate() returns trigger
 language plpgsql set search_path = ''
 as $$
@@ -370,20 +373,13 @@ $$;
 
 -- A task's result, checked in the transition trigger.
 --
--- A completion sets the status and the result in one UPDATE. The result was checked by two more row
--- triggers, limit_json_on_change (how deeply and widely it nests) and validate_on_change (its fields and
--- size): two more PL/pgSQL calls per completed task, each reading the whole new and old rows and
--- building the row again, one under a search_path of its own, and between them three more calls
--- (check_json_shape, settings, check_result). In a profile of the worker's backend on a claim-and-report
--- loop (report_and_claim, 10 per call, direct connections, perf), those two triggers were 9 % of its
--- CPU, the transition trigger (two calls per task) 2.5 %.
---
--- The transition trigger runs for every update anyway. It now makes the same checks, in the same order
--- and with the same errors, when the result changes, and the other two no longer fire for the result
--- alone (they still check it when they fire for another column). check_json_shape and check_result
--- stay the rules, called as before. Interleaved pairs of runs of 2,000 tasks on that loop: 0.03 ms less
--- Postgres CPU per task, median of ten pairs (0.025 in twelve pairs of a version that also skipped the
--- two calls for the usual result: no gain worth a second copy of their rules).
+-- A completion sets the status and the result in one UPDATE. The transition trigger runs for every
+-- update anyway, so it checks the result when the result changes (check_json_shape for how deeply and
+-- widely it nests, check_result for its fields and size: the rules, called from here); the
+-- limit_json_on_change and validate_on_change triggers do not fire for the result alone, since two more
+-- PL/pgSQL calls per completed task, each reading the whole new and old rows, were 9 % of a worker
+-- backend's CPU on a claim-and-report loop (report_and_claim, 10 per call, perf). Interleaved pairs of
+-- runs of 2,000 tasks: 0.03 ms less Postgres CPU per task, median of ten pairs.
 create function baton_private.tg_task_handoffs__transition() returns trigger
 language plpgsql
 as $$

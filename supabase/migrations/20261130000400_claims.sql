@@ -1,3 +1,9 @@
+-- Claims: who may claim which task and how many, leases, starting, and every report of an outcome
+-- (complete, fail, decline, reject, release, progress), single and batched. A claim is a status change
+-- (pending to claimed or in_progress) that sets the holder and a fresh claim_token; every later report
+-- presents that token, so a holder that lost the claim (fenced) cannot report over its successor.
+
+-- Declines ------------------------------------------------------------------------------------------
 -- Work an agent cannot do is declined, not failed: a task addressed to it is rejected with the reason,
 -- and a broadcast goes back to pending for a capable peer and is never claimed by this agent again.
 -- Neither counts as an attempt.
@@ -25,13 +31,13 @@ create index task_handoffs_leases_idx on public.task_handoffs (lease_expires_at)
 create index task_declines_agent_idx on public.task_declines (agent_id);
 
 -- Claiming broadcasts capability by capability ----------------------------------------------------
--- claim_next_tasks read the broadcasts in one queue by priority and age and skipped those needing a
--- capability the caller lacks: behind 40,000 pending tasks for another capability, every claim read
--- all 40,000 (4 to 7 ms of Postgres per task instead of 1). The queue is now indexed by a task's first
+-- Read as one queue by priority and age, skipping those needing a capability the caller lacks, the
+-- broadcasts behind 40,000 pending tasks for another capability cost every claim a read of all 40,000
+-- (4 to 7 ms of Postgres per task instead of 1). So the queue is indexed by a task's first
 -- required capability (the one its push announcement names, '' for none): a task the caller can do
 -- has its first capability among the caller's, so the claim reads, for each of them, only the front of
 -- that capability's queue, and merges them by priority and age. Each capability's front is locked with
--- SKIP LOCKED as before, so agents claiming at once still pass each other; the few rows locked and
+-- SKIP LOCKED, so agents claiming at once still pass each other; the few rows locked and
 -- not taken are free again when the claim commits.
 create index task_handoffs_claimable_capability_idx on public.task_handoffs
   ((coalesce(required_capabilities[1], '')), priority desc, created_at)
@@ -104,7 +110,12 @@ grant execute on function public.claim_task to authenticated;
 
 comment on function public.claim_task is 'Claims one task for the calling agent (and starts it with p_start). Of agents racing for a task exactly one wins; the others get BT004.';
 
--- As in …1400_lean_statements.sql, the queues now read through the helpers above.
+-- The claim that daemons make: addressed tasks first, then broadcasts the agent can do, each queue read
+-- from its front by baton_private.lock_claimable (below). It runs on its generic plans
+-- (plan_cache_mode): PostgreSQL chose custom plans for some of its statements and planned them again
+-- on every call; the generic plans read the same indexes (each queue's own, the addressed tasks' own,
+-- task_handoffs_pkey for the claimed ids). Measured without HTTP, 10 tasks per claim: 1.15-1.22 →
+-- 0.96-1.07 ms of Postgres CPU per claim and completion.
 create function public.claim_next_tasks(
   p_limit integer default 1,
   p_capabilities text[] default null,
@@ -147,14 +158,6 @@ revoke all on function public.claim_next_tasks from public, anon;
 grant execute on function public.claim_next_tasks to authenticated;
 
 comment on function public.claim_next_tasks is 'Claims up to p_limit tasks (never beyond the agent''s free capacity): addressed ones first, then broadcasts it can do, highest priority then oldest. Concurrent callers never get the same task.';
-
--- Claims and reports whose plans do not change with the numbers in them.
---
--- * claim_next_tasks runs on its generic plans. PostgreSQL chose custom plans for some of its
---   statements and planned them again on every call; the generic plans read the same indexes (each
---   queue's own, the addressed tasks' own, task_handoffs_pkey for the claimed ids). Measured without
---   HTTP, 10 tasks per claim: 1.15-1.22 → 0.96-1.07 ms of Postgres CPU per claim and completion.
-alter function public.claim_next_tasks(integer, text[], integer, boolean) set plan_cache_mode = force_generic_plan;
 
 create function public.start_task(p_task_id uuid, p_claim_token uuid) returns public.task_handoffs
 language plpgsql security definer set search_path = ''
@@ -349,12 +352,12 @@ grant execute on function public.fail_task to authenticated;
 
 comment on function public.fail_task is 'The holder reports failure. With p_retry the task goes back to pending while attempts remain; otherwise it fails for good.';
 
--- Statements that find held tasks by id. They test the status too, and with the same statistics the
--- planner preferred reading every open task through task_handoffs_open_from_agent_idx (an index of
--- open tasks, estimated empty) to looking up the ids in the primary key: with the backlog above, a
--- report of ten outcomes read 60,000 rows and took 21 ms, a renewal of one claim 20 ms. Their status
--- tests now compare the status as text, which implies no index's predicate, so the primary key is the
--- only index that can serve them. Otherwise as in …1500_steady_plans.sql and …0100_holder_rhythm.sql.
+-- Outcomes in a batch, each judged on its own (a refused one does not stop the others). Statements
+-- that find held tasks by id test the status as text, which implies no index's predicate, so the
+-- primary key is the only index that can serve them: comparing the status as an enum, the planner
+-- (statistics taken while little was pending) read every open task through
+-- task_handoffs_open_from_agent_idx instead, and a report of ten outcomes behind a backlog of 60,000
+-- took 21 ms.
 create function public.report_outcomes(p_outcomes jsonb)
 returns table (task_id uuid, status public.task_status, code text, message text, hint text)
 language plpgsql security definer set search_path = ''
@@ -547,13 +550,13 @@ $$;
 -- Claims read each queue from its front, whatever the statistics say.
 --
 -- A claim wants the first tasks of a queue by priority and age, and the indexes of claimable tasks
--- (…1400_lean_statements.sql) hold each queue in that order. But with statistics taken while little was
+-- (task_handoffs_claimable_direct_idx and _capability_idx) hold each queue in that order. But with statistics taken while little was
 -- pending (ANALYZE on a quiet queue, then a burst), the planner estimated one pending task and chose to
 -- read every open task through another index and sort them: a claim of 10 from a queue of 3,000 read
 -- 9,041 rows of task_handoffs (test/plans.test.ts), so a burst drained in quadratic time. On a stack
 -- with a long history, a claim and completion cost 1.07-1.75 ms of Postgres per task instead of 0.86-0.93.
 --
--- The statements that read the queues now run with sorting disabled, so the only plans left without a
+-- The statements that read the queues run with sorting disabled, so the only plans left without a
 -- penalty are those that read an index in the queue's order and stop at the limit. They sit in two
 -- helpers of their own, so that the setting does not reach the triggers the claim's UPDATE fires (whose
 -- plans are kept for the session and shared with every other caller).
@@ -648,7 +651,8 @@ begin
 end
 $$;
 
--- As in …0600_hardening.sql; the count reads the agent's own held tasks, at most `cap` of them. (A
+-- How many more tasks the agent may hold: max_concurrent less what it holds. The count reads the
+-- agent's own held tasks, at most `cap` of them. (A
 -- pending task has no holder, task_handoffs_holder_matches_status, so these are the held ones; naming
 -- all four open statuses lets the index answer alone.)
 create function baton_private.free_capacity(agent text) returns integer

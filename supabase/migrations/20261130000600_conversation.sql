@@ -1,3 +1,7 @@
+-- The conversation: messages between agents (notes, progress, questions, answers, results), alone or
+-- on a task's thread. A holder's question puts the task in input_required; the sender's answer puts it
+-- back in progress. A message is always from the agent whose token sent it.
+
 create table public.agent_messages (
   id uuid not null default gen_random_uuid(),
   from_agent text not null default baton_private.current_agent_id(),
@@ -119,11 +123,11 @@ grant execute on function public.answer_question to authenticated;
 comment on function public.answer_question is 'The sender answers the holder''s question; the task resumes (input_required to in_progress).';
 
 -- Result messages ----------------------------------------------------------------------------------
--- The message that tells a sender how its task ended is written by notify_sender from the task's
--- status, result and reason, each already checked on the task (a result may be 256 KiB). The limits on
--- what agents send (64 KiB, JSON shape, the per-minute quota) wrongly applied to it as well: a result
--- between 64 and 256 KiB made its completion fail with "the message is … bytes". They now apply to
--- the messages agents write, and are not evaluated for the result messages at all.
+-- The message that tells a sender how its task ended is written by the trigger that follows every change
+-- (history_and_push) from the task's status, result and reason, each already checked on the task (a
+-- result may be 256 KiB). The limits on what agents send (64 KiB, JSON shape, the per-minute quota)
+-- apply to the messages agents write and are not evaluated for result messages at all: applied to
+-- them, a result between 64 and 256 KiB made its completion fail.
 create function baton_private.tg_agent_messages__validate() returns trigger
 language plpgsql set search_path = ''
 as $$

@@ -1,4 +1,6 @@
--- Structured hand-offs: the artifacts a task produces, the inputs it works from, and its lineage.
+-- Artifacts: named outputs of a task (content or a link, with its hash and size), attached by the
+-- holder, checked against the outputs the sender expected, and read by later tasks as inputs.
+
 create table public.task_artifacts (
   id uuid not null default gen_random_uuid(),
   task_id uuid not null,

@@ -1,3 +1,8 @@
+-- Lineage: a task's parent, root and depth (set when it is handed off within another), the chain
+-- above and below a task, the inputs it may read, and follow-ups. Who may see a task through its
+-- lineage follows who works on it now (works_on): a holder moved off a task stops seeing it, even
+-- through a child it handed to itself.
+
 create index task_handoffs_parent_idx on public.task_handoffs (parent_task_id) where parent_task_id is not null;
 
 create index task_handoffs_root_idx on public.task_handoffs (root_task_id);
@@ -59,8 +64,8 @@ grant execute on function public.task_ancestors to authenticated;
 
 comment on function public.task_ancestors is 'The tasks a task was handed off within, nearest first: all of them for whoever works on the task, else those the caller may see itself.';
 
--- The chain of a task: as before, and what waits on it. What the task led to now follows dependency
--- edges too (a task that depends on one in the chain is part of what it led to), so a diamond shows
+-- The chain of a task: its ancestors, what it led to, and what waits on it. What the task led to follows
+-- dependency edges too (a task that depends on one in the chain is part of what it led to), so a diamond shows
 -- whole; whoever works on the task also gets what it depends on, as it gets its ancestors.
 create function public.task_chain(p_task_id uuid) returns setof public.task_lineage
 language plpgsql stable security definer set search_path = ''
@@ -104,7 +109,7 @@ grant execute on function public.task_chain to authenticated;
 
 comment on function public.task_chain is 'The chain of a task the caller may see, as task_lineage rows: what the task led to, the tasks the caller may see itself, and the ancestors of a task it works on.';
 
--- Inputs: as before, and the artifacts of the tasks it depends on.
+-- Inputs: the artifacts named as its inputs, and those of the tasks it depends on.
 create function public.task_inputs(p_task_id uuid) returns setof public.task_artifacts
 language plpgsql stable security definer set search_path = ''
 as $$

@@ -1,3 +1,10 @@
+-- Workflows: work that waits on work. Dependencies (all or any, cancel or run on failure) and the
+-- fan-out and join built on them, tasks that run later (run_at) or on a schedule (recurring_handoffs,
+-- cron expressions), dead letters that can be retried, and retention. The database enforces all of it:
+-- a task that waits is not claimable, a failed dependency cancels what waits on it, a recurring
+-- hand-off makes at most one task per slot however many daemons sweep, and retention never removes an
+-- open task or anything an open task still needs.
+
 create table public.recurring_handoffs (
   id uuid not null default gen_random_uuid(),
   name text not null,
@@ -57,12 +64,12 @@ create unique index task_handoffs_one_per_slot on public.task_handoffs (recurrin
 
 -- Finding what waits on a task that ended, once per statement and only through the dependency index.
 --
--- The row trigger of …1200_workflows.sql looked for dependents with a query that also filtered on
--- status = 'pending'. With statistics from an emptier table the planner preferred a partial index on
--- open tasks and filtered it row by row, so every completion read every open task: with 3,000 tasks
--- queued a report of 10 outcomes took 40 ms instead of 10. Now one statement trigger gathers the tasks
--- the statement ended, asks the GIN index on depends_on which of them anything waits for (usually
--- none, and then nothing else runs), and moves the dependents of those exactly as before.
+-- The tasks that wait on any of `ids`, found through the GIN index on depends_on. The trigger that
+-- follows every change (history_and_push) gathers the tasks a statement ended and asks this which of
+-- them anything waits for (usually none, and then nothing else runs). A row trigger that looked for
+-- dependents with a query also filtering on status = 'pending' let the planner, with statistics from
+-- an emptier table, read every open task per completion: with 3,000 tasks queued a report of 10
+-- outcomes took 40 ms instead of 10.
 
 -- Which of these tasks something depends on, and what: only the GIN index on depends_on can answer
 -- (sequential scans are off for this one query), whatever the planner believes about open tasks.
@@ -81,8 +88,8 @@ $$;
 revoke all on function baton_private.dependents_of(uuid[]) from public, anon, authenticated;
 
 -- What waits on one task that ended moves: released, counted down, or cancelled with the reason.
--- A cancelled dependent ends too, so the cascade follows the whole graph. (The body of the former row
--- trigger; dependents are locked one by one in id order, as before.)
+-- A cancelled dependent ends too, so the cascade follows the whole graph. Dependents are locked one by
+-- one in id order.
 create function baton_private.release_dependents_of(ended public.task_handoffs) returns void
 language plpgsql security definer set search_path = ''
 as $$

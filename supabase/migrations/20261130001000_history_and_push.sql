@@ -1,17 +1,13 @@
--- Push: the topic a task's work goes to, written once; a task that stops waiting announced by the
--- trigger that sees every change; a message's cap of 100 tasks without a window function.
---
--- The rule that maps a task to the queue that hears of it (its agent, its first capability, or open
--- work) stood three times: in follow_change, in follow_insert, and in announce_changes, which
--- release_waiting called because follow_change did not count a task leaving not_before = infinity
--- as work (the UPDATE leaves the status alone). It is now work_topic(), an SQL function the planner
--- inlines; follow_change announces a pending task whose not_before leaves infinity; and
--- announce_changes and announce, which nothing else calls, are dropped.
---
--- A message names at most 100 tasks per topic and event. The triggers numbered the rows per topic
--- with row_number() to cut there; the ordered aggregate now keeps its first 100, which reads more
--- plainly. (A profile of report_and_claim had put the window at 3.5 % of a worker's Postgres CPU; ten
--- interleaved pairs of runs of 2,000 tasks measured no difference, 0.000 ms a task, median of the pairs.)
+-- What follows every insert and change of a task, once per statement: a row of history for each status
+-- it took (task_events), the push that wakes the agents who may now act (Realtime broadcast on a topic
+-- per agent, capability or open queue), results written back to the sender's inbox, and the release
+-- of tasks that waited on it (workflows). Who may listen on which topic is a row-level security policy
+-- on realtime.messages.
+
+-- The queue that hears of a task's work: its agent, its first capability, or open work. One rule, an
+-- SQL function the planner inlines into both triggers below. A message names at most 100 tasks per
+-- topic and event (an ordered aggregate keeps the first 100); a task that leaves not_before = infinity
+-- (released by its dependencies) is announced like a new one.
 create function baton_private.work_topic(to_agent text, required_capabilities text[]) returns text
 language sql immutable parallel safe
 as $$

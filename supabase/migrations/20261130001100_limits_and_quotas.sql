@@ -1,3 +1,11 @@
+-- Limits and quotas. JSON limits (how deep and how wide any stored JSON may be) are checked by a trigger
+-- on every table that stores JSON. Quotas count, per agent and clock minute, hand-offs (follow-ups,
+-- fan-out, retries and recurring tasks included), notes and progress messages, and artifacts, and bound
+-- the tasks a sender has open. They count where the work is created (the insert triggers), so every
+-- path counts the same way. Counters are spread over 64 slots per agent (one per database connection),
+-- so one sender's concurrent requests do not wait on each other; the exactness this allows is in the
+-- README (an overshoot of at most the number of requests in flight at once).
+
 create table public.agent_usage (
   agent_id text not null,
   minute timestamp with time zone not null default date_trunc('minute'::text, now()),

@@ -1,3 +1,8 @@
+-- Requests: what PostgREST runs before every request (pgrst.db_pre_request). It refuses tokens that
+-- were never issued, revoked or expired; keeps the anon key and tokens without an agent_id off every
+-- relation Baton serves; refuses writes to views and explains direct writes that must go through an
+-- RPC; and notes that the agent was heard from. RPCs check their caller themselves.
+
 create function baton_private.check_request() returns void
 language plpgsql volatile security definer set search_path = ''
 as $$
@@ -116,3 +121,7 @@ revoke all on function baton_private.rest_write_hint(text, text) from public, an
 alter role authenticator set pgrst.db_pre_request = 'baton_private.check_request';
 
 notify pgrst, 'reload config';
+
+-- Where the database allowed no event trigger (see foundation), no function in baton_private keeps the
+-- EXECUTE that PostgreSQL gives PUBLIC; the grants each file made to named roles stay.
+revoke execute on all functions in schema baton_private from public;
