@@ -973,6 +973,26 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[])
+ RETURNS SETOF public.task_handoffs
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  return query
+    update public.task_handoffs t
+    set status = 'completed', result = coalesce(results[array_position(ids, t.id)], '{"status": "success"}'),
+        status_reason = null, problems = null
+    where t.id = any (ids) and t.claimed_by = agent and t.claim_token = tokens[array_position(ids, t.id)]
+      and t.status::text = 'in_progress'
+      and not exists (select from jsonb_array_elements(t.expected_outputs) e
+                      where coalesce((e ->> 'required')::boolean, true)
+                        and not exists (select from public.task_artifacts x where x.task_id = t.id and x.name = e ->> 'name'))
+    returning t.*;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.create_follow_up(parent public.task_handoffs, request jsonb, agent text)
  RETURNS uuid
  LANGUAGE plpgsql
@@ -2778,30 +2798,30 @@ AS $function$
 declare
   me text := baton_private.require_agent();
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  done public.task_handoffs;
   missing text;
 begin
-  perform baton_private.check_holder(t, me, p_claim_token);
-  if t.status <> 'in_progress' then
-    raise exception 'task % is %; only a task in progress can be completed', t.id, t.status
-      using errcode = 'BT001',
-            hint = case when t.status = 'claimed' then 'Start it first (baton start <task>).'
-                        else 'Wait for the sender''s answer before completing it.' end;
-  end if;
-  select string_agg(e ->> 'name', ', ' order by e ->> 'name') into missing
-  from jsonb_array_elements(t.expected_outputs) e
-  where coalesce((e ->> 'required')::boolean, true)
-    and not exists (select from public.task_artifacts a where a.task_id = t.id and a.name = e ->> 'name');
-  if missing is not null then
+  select * into done from baton_private.complete_held(me, array[t.id], array[p_claim_token], array[p_result]);
+  if done.id is null then
+    -- Refused by the rule: say which part of it.
+    perform baton_private.check_holder(t, me, p_claim_token);
+    if t.status <> 'in_progress' then
+      raise exception 'task % is %; only a task in progress can be completed', t.id, t.status
+        using errcode = 'BT001',
+              hint = case when t.status = 'claimed' then 'Start it first (baton start <task>).'
+                          else 'Wait for the sender''s answer before completing it.' end;
+    end if;
+    select string_agg(e ->> 'name', ', ' order by e ->> 'name') into missing
+    from jsonb_array_elements(t.expected_outputs) e
+    where coalesce((e ->> 'required')::boolean, true)
+      and not exists (select from public.task_artifacts a where a.task_id = t.id and a.name = e ->> 'name');
     raise exception 'task % is missing required outputs: %', t.id, missing
       using errcode = 'BT012', hint = 'Attach them first (baton complete <task> --artifact name=@file).';
   end if;
-  update public.task_handoffs
-  set status = 'completed', result = coalesce(p_result, '{"status": "success"}'), status_reason = null, problems = null
-  where id = t.id returning * into t;
-  if t.result ? 'handoff' then
-    perform baton_private.create_follow_up(t, t.result -> 'handoff', me);
+  if done.result ? 'handoff' then
+    perform baton_private.create_follow_up(done, done.result -> 'handoff', me);
   end if;
-  return t;
+  return done;
 end
 $function$
 ;
@@ -3318,20 +3338,8 @@ begin
       and jsonb_typeof(a.result) = 'object' and not a.result ? 'handoff'
       -- A task named twice is answered one by one (the second is refused), not in the batch.
       and a.times = 1;
-    -- Each task's own values are found by its position in the arrays, not by joining them with the
-    -- tasks: estimated at one row each side, that join was a nested loop of 1,000 × 1,000.
-    with completed as (
-      update public.task_handoffs t
-      set status = 'completed', result = results[array_position(ids, t.id)], status_reason = null, problems = null
-      where t.id = any (ids) and t.claimed_by = me and t.claim_token = tokens[array_position(ids, t.id)]
-        -- As text, so that no index of open tasks can stand in for the primary key (see above).
-        and t.status::text = 'in_progress'
-        and not exists (select from jsonb_array_elements(t.expected_outputs) e
-                        where coalesce((e ->> 'required')::boolean, true)
-                          and not exists (select from public.task_artifacts x where x.task_id = t.id and x.name = e ->> 'name'))
-      returning raw_ids[array_position(ids, t.id)] as raw_id
-    )
-    select coalesce(array_agg(completed.raw_id), '{}') into plain from completed;
+    select coalesce(array_agg(raw_ids[array_position(ids, c.id)]), '{}') into plain
+    from baton_private.complete_held(me, ids, tokens, results) c;
   exception when others then
     plain := '{}';
   end;
@@ -3902,6 +3910,8 @@ function: baton_private.claim_expires_at(t public.task_handoffs, holder public.a
 function: baton_private.claimable_exists(me text, mine text[], queues text[]) EXECUTE to postgres
 
 function: baton_private.compile_transitions() EXECUTE to postgres
+
+function: baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) EXECUTE to postgres
 
 function: baton_private.create_follow_up(parent public.task_handoffs, request jsonb, agent text) EXECUTE to postgres
 
