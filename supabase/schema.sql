@@ -3690,25 +3690,25 @@ $function$
 
 -- triggers ----------------------------------------------------------------------------------------
 
-CREATE TRIGGER limit_json BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__limit_json();
+CREATE TRIGGER step1_limit_json BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__limit_json();
 
-CREATE TRIGGER quota BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind = ANY (ARRAY['note'::public.message_kind, 'progress'::public.message_kind]))) EXECUTE FUNCTION baton_private.tg_agent_messages__quota();
+CREATE TRIGGER step1_validate_change BEFORE UPDATE ON public.agent_messages FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
 
-CREATE TRIGGER validate BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
+CREATE TRIGGER step2_quota BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind = ANY (ARRAY['note'::public.message_kind, 'progress'::public.message_kind]))) EXECUTE FUNCTION baton_private.tg_agent_messages__quota();
 
-CREATE TRIGGER validate_change BEFORE UPDATE ON public.agent_messages FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
+CREATE TRIGGER step3_validate BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
 
-CREATE TRIGGER heard_from BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__heard_from();
+CREATE TRIGGER step1_heard_from BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__heard_from();
 
-CREATE TRIGGER limit_json BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__limit_json();
+CREATE TRIGGER step2_limit_json BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__limit_json();
 
-CREATE TRIGGER validate BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__validate();
+CREATE TRIGGER step3_validate BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__validate();
 
 CREATE TRIGGER schedule BEFORE INSERT OR UPDATE ON public.recurring_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_recurring_handoffs__schedule();
 
-CREATE TRIGGER prepare BEFORE INSERT OR UPDATE ON public.task_artifacts FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_artifacts__prepare();
+CREATE TRIGGER step1_prepare BEFORE INSERT OR UPDATE ON public.task_artifacts FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_artifacts__prepare();
 
-CREATE TRIGGER quota BEFORE INSERT ON public.task_artifacts FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_artifacts__quota();
+CREATE TRIGGER step2_quota BEFORE INSERT ON public.task_artifacts FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_artifacts__quota();
 
 CREATE TRIGGER append_only BEFORE UPDATE ON public.task_events FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_events__append_only();
 
@@ -3718,23 +3718,23 @@ CREATE TRIGGER follow_change AFTER UPDATE ON public.task_handoffs REFERENCING OL
 
 CREATE TRIGGER follow_insert AFTER INSERT ON public.task_handoffs REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION baton_private.tg_task_handoffs__follow_insert();
 
-CREATE TRIGGER keep_dependencies BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.depends_on IS DISTINCT FROM old.depends_on) OR (new.dependency_mode IS DISTINCT FROM old.dependency_mode) OR (new.on_dependency_failure IS DISTINCT FROM old.on_dependency_failure) OR (new.retry_of IS DISTINCT FROM old.retry_of))) EXECUTE FUNCTION baton_private.tg_task_handoffs__keep_dependencies();
+CREATE TRIGGER step1_keep_dependencies BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.depends_on IS DISTINCT FROM old.depends_on) OR (new.dependency_mode IS DISTINCT FROM old.dependency_mode) OR (new.on_dependency_failure IS DISTINCT FROM old.on_dependency_failure) OR (new.retry_of IS DISTINCT FROM old.retry_of))) EXECUTE FUNCTION baton_private.tg_task_handoffs__keep_dependencies();
 
-CREATE TRIGGER limit_json BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__limit_json();
+CREATE TRIGGER step1_limit_json BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__limit_json();
 
-CREATE TRIGGER limit_json_on_change BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.payload IS DISTINCT FROM old.payload) OR (new.problems IS DISTINCT FROM old.problems))) EXECUTE FUNCTION baton_private.tg_task_handoffs__limit_json();
+CREATE TRIGGER step2_limit_json_on_change BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.payload IS DISTINCT FROM old.payload) OR (new.problems IS DISTINCT FROM old.problems))) EXECUTE FUNCTION baton_private.tg_task_handoffs__limit_json();
 
-CREATE TRIGGER prepare_insert BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__prepare_insert();
+CREATE TRIGGER step2_prepare_insert BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__prepare_insert();
 
-CREATE TRIGGER quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN ((NOT baton_private.in_batch())) EXECUTE FUNCTION baton_private.tg_task_handoffs__quota();
+CREATE TRIGGER step3_quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN ((NOT baton_private.in_batch())) EXECUTE FUNCTION baton_private.tg_task_handoffs__quota();
 
-CREATE TRIGGER transition BEFORE UPDATE ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__transition();
+CREATE TRIGGER step3_transition BEFORE UPDATE ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__transition();
 
-CREATE TRIGGER validate BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__validate();
+CREATE TRIGGER step4_validate BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__validate();
 
-CREATE TRIGGER validate_on_change BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.title IS DISTINCT FROM old.title) OR (new.description IS DISTINCT FROM old.description) OR (new.payload IS DISTINCT FROM old.payload) OR (new.expected_outputs IS DISTINCT FROM old.expected_outputs) OR (new.required_capabilities IS DISTINCT FROM old.required_capabilities) OR (new.max_attempts IS DISTINCT FROM old.max_attempts) OR (new.lease_seconds IS DISTINCT FROM old.lease_seconds) OR (new.progress_percent IS DISTINCT FROM old.progress_percent) OR (new.progress_message IS DISTINCT FROM old.progress_message) OR (new.status_reason IS DISTINCT FROM old.status_reason))) EXECUTE FUNCTION baton_private.tg_task_handoffs__validate();
+CREATE TRIGGER step4_validate_on_change BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.title IS DISTINCT FROM old.title) OR (new.description IS DISTINCT FROM old.description) OR (new.payload IS DISTINCT FROM old.payload) OR (new.expected_outputs IS DISTINCT FROM old.expected_outputs) OR (new.required_capabilities IS DISTINCT FROM old.required_capabilities) OR (new.max_attempts IS DISTINCT FROM old.max_attempts) OR (new.lease_seconds IS DISTINCT FROM old.lease_seconds) OR (new.progress_percent IS DISTINCT FROM old.progress_percent) OR (new.progress_message IS DISTINCT FROM old.progress_message) OR (new.status_reason IS DISTINCT FROM old.status_reason))) EXECUTE FUNCTION baton_private.tg_task_handoffs__validate();
 
-CREATE TRIGGER wait_on_dependencies BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN (((new.depends_on <> '{}'::uuid[]) OR (new.run_at IS NOT NULL))) EXECUTE FUNCTION baton_private.tg_task_handoffs__wait_on_dependencies();
+CREATE TRIGGER step5_wait_on_dependencies BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN (((new.depends_on <> '{}'::uuid[]) OR (new.run_at IS NOT NULL))) EXECUTE FUNCTION baton_private.tg_task_handoffs__wait_on_dependencies();
 
 CREATE TRIGGER compile AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.task_status_transitions FOR EACH STATEMENT EXECUTE FUNCTION baton_private.tg_task_status_transitions__compile();
 

@@ -42,11 +42,11 @@ describe('artifacts', async () => {
   it('detects content changed after it was attached', async () => {
     const task = await runningTask(alice, bob);
     await bob.client.attachArtifact(task.id, 'data.json', { json: { ok: true } });
-    await db.query(`alter table task_artifacts disable trigger prepare`);
+    await db.query(`alter table task_artifacts disable trigger step1_prepare`);
     try {
       await db.query(`update task_artifacts set content = convert_to('{"ok": false}', 'UTF8') where task_id = $1`, [task.id]);
     } finally {
-      await db.query(`alter table task_artifacts enable trigger prepare`);
+      await db.query(`alter table task_artifacts enable trigger step1_prepare`);
     }
     const err = await alice.client.artifact(task.id, 'data.json').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IntegrityError);

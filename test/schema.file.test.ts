@@ -29,7 +29,7 @@ describe('supabase/schema.sql', () => {
     expect(migrated.startsWith(schemaHeader)).toBe(true);
     // Every kind of object is there, so an empty section cannot pass for a match.
     for (const part of ['create table public.task_handoffs', 'create view public.task_queue', 'CREATE OR REPLACE FUNCTION public.claim_next_tasks',
-      'CREATE TRIGGER transition', 'create policy', 'function: public.handoff_task', 'comment on table public.task_handoffs', '(pending, claimed)']) {
+      'CREATE TRIGGER step3_transition', 'create policy', 'function: public.handoff_task', 'comment on table public.task_handoffs', '(pending, claimed)']) {
       expect(migrated, part).toContain(part);
     }
     expect(committed === migrated, `supabase/schema.sql is out of date: run \`npm run types\` and commit it. First difference at ${firstDifference(committed, migrated)}`).toBe(true);

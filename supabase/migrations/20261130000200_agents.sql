@@ -307,10 +307,10 @@ grant select on public.agent_presence to authenticated, service_role;
 
 comment on view public.agent_presence is 'Every agent with is_online: running and heard from within baton_settings.offline_after (or two of its declared wake-ups). What discovery reads.';
 
-create trigger validate before insert or update on public.agents
+create trigger step3_validate before insert or update on public.agents
   for each row execute function baton_private.tg_agents__validate();
 
-create trigger heard_from before insert or update on public.agents
+create trigger step1_heard_from before insert or update on public.agents
   for each row execute function baton_private.tg_agents__heard_from();
 
 create policy "Agents can see their own tokens" on public.agent_tokens

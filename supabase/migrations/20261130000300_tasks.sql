@@ -1,14 +1,17 @@
 -- Tasks: the task_handoffs table, the status machine that every change of a task passes, the history
 -- of each task, who may see a task, and the RPCs that hand work off, cancel and reassign it.
 --
--- The triggers on task_handoffs, in the order they run. PostgreSQL runs the BEFORE triggers of one
--- event in the alphabetical order of their names:
---   before insert  limit_json (limits_and_quotas), prepare_insert (here), quota (limits_and_quotas),
---                  validate (here), wait_on_dependencies (workflows, only with dependencies or run_at)
---   before update  keep_dependencies (workflows, when they change), limit_json_on_change
---                  (limits_and_quotas), transition (here), validate_on_change (here)
+-- The triggers on task_handoffs, in the order they run. PostgreSQL runs the triggers of one event in the
+-- alphabetical order of their names, so a BEFORE trigger's name starts with its step:
+--   before insert  step1_limit_json (limits_and_quotas), step2_prepare_insert (here), step3_quota
+--                  (limits_and_quotas), step4_validate (here), step5_wait_on_dependencies (workflows,
+--                  only with dependencies or run_at)
+--   before update  step1_keep_dependencies (workflows, when they change), step2_limit_json_on_change
+--                  (limits_and_quotas), step3_transition (here), step4_validate_on_change (here)
 --   after insert   follow_insert (history_and_push), once per statement
 --   after update   follow_change (history_and_push), once per statement
+-- The other tables with more than one BEFORE trigger (agents, agent_messages, task_artifacts) name
+-- theirs the same way.
 
 -- The status machine ----------------------------------------------------------------------------------
 -- Every allowed change of status is a row here: the transition trigger refuses any other, whoever makes
@@ -940,10 +943,10 @@ $$;
 
 revoke all on function baton_private.open_tasks_of(text, public.task_status[], integer) from public, anon, authenticated;
 
-create trigger prepare_insert before insert on public.task_handoffs
+create trigger step2_prepare_insert before insert on public.task_handoffs
   for each row execute function baton_private.tg_task_handoffs__prepare_insert();
 
-create trigger transition before update on public.task_handoffs
+create trigger step3_transition before update on public.task_handoffs
   for each row execute function baton_private.tg_task_handoffs__transition();
 
 create trigger append_only before update on public.task_events
@@ -952,13 +955,13 @@ create trigger append_only before update on public.task_events
 create trigger bound_note before insert on public.task_events
   for each row when (length(new.note) > 2000) execute function baton_private.tg_task_events__bound_note();
 
-create trigger validate before insert on public.task_handoffs
+create trigger step4_validate before insert on public.task_handoffs
   for each row execute function baton_private.tg_task_handoffs__validate();
 
 create trigger compile after insert or update or delete or truncate on public.task_status_transitions
   for each statement execute function baton_private.tg_task_status_transitions__compile();
 
-create trigger validate_on_change before update on public.task_handoffs
+create trigger step4_validate_on_change before update on public.task_handoffs
   for each row when (new.title is distinct from old.title or new.description is distinct from old.description
                      or new.payload is distinct from old.payload or new.expected_outputs is distinct from old.expected_outputs
                      or new.required_capabilities is distinct from old.required_capabilities

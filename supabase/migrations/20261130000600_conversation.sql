@@ -148,10 +148,10 @@ begin
 end
 $$;
 
-create trigger validate before insert on public.agent_messages
+create trigger step3_validate before insert on public.agent_messages
   for each row when (new.kind <> 'result') execute function baton_private.tg_agent_messages__validate();
 
-create trigger validate_change before update on public.agent_messages
+create trigger step1_validate_change before update on public.agent_messages
   for each row execute function baton_private.tg_agent_messages__validate();
 
 create policy "Agents can read messages from them, to them, or to everyone" on public.agent_messages

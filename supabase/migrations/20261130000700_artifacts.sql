@@ -132,7 +132,7 @@ begin
 end
 $$;
 
-create trigger prepare before insert or update on public.task_artifacts
+create trigger step1_prepare before insert or update on public.task_artifacts
   for each row execute function baton_private.tg_task_artifacts__prepare();
 
 create policy "Agents can view the artifacts of tasks they can view" on public.task_artifacts

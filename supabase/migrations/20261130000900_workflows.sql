@@ -610,10 +610,10 @@ comment on column public.waiting_tasks.open_dependencies is 'The dependencies st
 comment on column public.waiting_tasks.run_at is 'If set, it also waits for this time.';
 comment on column public.waiting_tasks.created_at is 'When it was handed off.';
 
-create trigger wait_on_dependencies before insert on public.task_handoffs
+create trigger step5_wait_on_dependencies before insert on public.task_handoffs
   for each row when (new.depends_on <> '{}' or new.run_at is not null) execute function baton_private.tg_task_handoffs__wait_on_dependencies();
 
-create trigger keep_dependencies before update on public.task_handoffs
+create trigger step1_keep_dependencies before update on public.task_handoffs
   for each row when (new.depends_on is distinct from old.depends_on or new.dependency_mode is distinct from old.dependency_mode
                      or new.on_dependency_failure is distinct from old.on_dependency_failure or new.retry_of is distinct from old.retry_of)
   execute function baton_private.tg_task_handoffs__keep_dependencies();

@@ -251,26 +251,26 @@ begin
 end
 $$;
 
-create trigger limit_json before insert or update on public.agents
+create trigger step2_limit_json before insert or update on public.agents
   for each row execute function baton_private.tg_agents__limit_json();
 
-create trigger quota before insert on public.task_artifacts
+create trigger step2_quota before insert on public.task_artifacts
   for each row execute function baton_private.tg_task_artifacts__quota();
 
-create trigger limit_json before insert on public.task_handoffs
+create trigger step1_limit_json before insert on public.task_handoffs
   for each row execute function baton_private.tg_task_handoffs__limit_json();
 
-create trigger quota before insert on public.task_handoffs
+create trigger step3_quota before insert on public.task_handoffs
   for each row when (not baton_private.in_batch())
   execute function baton_private.tg_task_handoffs__quota();
 
-create trigger limit_json before insert on public.agent_messages
+create trigger step1_limit_json before insert on public.agent_messages
   for each row when (new.kind <> 'result') execute function baton_private.tg_agent_messages__limit_json();
 
-create trigger quota before insert on public.agent_messages
+create trigger step2_quota before insert on public.agent_messages
   for each row when (new.kind in ('note', 'progress')) execute function baton_private.tg_agent_messages__quota();
 
-create trigger limit_json_on_change before update on public.task_handoffs
+create trigger step2_limit_json_on_change before update on public.task_handoffs
   for each row when (new.payload is distinct from old.payload or new.problems is distinct from old.problems)
   execute function baton_private.tg_task_handoffs__limit_json();
 
