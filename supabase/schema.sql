@@ -900,6 +900,10 @@ begin
       i := i + 1;
     end loop;
   end if;
+  if octet_length(result::text) > 262144 then
+    raise exception 'the result is % bytes; the limit is 256 KiB', octet_length(result::text)
+      using errcode = 'BT005', hint = 'Store large outputs elsewhere and put a link in the result.';
+  end if;
 end
 $function$
 ;
@@ -2270,10 +2274,6 @@ begin
   if new.result is not null and new.result is distinct from old.result then
     perform baton_private.check_json_shape(new.result, 'the result');
     perform baton_private.check_result(new.result);
-    if pg_catalog.octet_length(new.result::text) > 262144 then
-      raise exception 'the result is % bytes; the limit is 256 KiB', pg_catalog.octet_length(new.result::text)
-        using errcode = 'BT005', hint = 'Store large outputs elsewhere and put a link in the result.';
-    end if;
   end if;
 
   new.updated_at := pg_catalog.now();
@@ -2320,10 +2320,6 @@ begin
   end if;
   if new.result is not null and (fresh or new.result is distinct from old.result) then
     perform baton_private.check_result(new.result);
-    if octet_length(new.result::text) > 262144 then
-      raise exception 'the result is % bytes; the limit is 256 KiB', octet_length(new.result::text)
-        using errcode = 'BT005', hint = 'Store large outputs elsewhere and put a link in the result.';
-    end if;
   end if;
   if fresh or new.required_capabilities is distinct from old.required_capabilities then
     invalid := cardinality(new.required_capabilities) > 32;

@@ -330,10 +330,6 @@ begin
   end if;
   if new.result is not null and (fresh or new.result is distinct from old.result) then
     perform baton_private.check_result(new.result);
-    if octet_length(new.result::text) > 262144 then
-      raise exception 'the result is % bytes; the limit is 256 KiB', octet_length(new.result::text)
-        using errcode = 'BT005', hint = 'Store large outputs elsewhere and put a link in the result.';
-    end if;
   end if;
   if fresh or new.required_capabilities is distinct from old.required_capabilities then
     invalid := cardinality(new.required_capabilities) > 32;
@@ -438,10 +434,6 @@ begin
   if new.result is not null and new.result is distinct from old.result then
     perform baton_private.check_json_shape(new.result, 'the result');
     perform baton_private.check_result(new.result);
-    if pg_catalog.octet_length(new.result::text) > 262144 then
-      raise exception 'the result is % bytes; the limit is 256 KiB', pg_catalog.octet_length(new.result::text)
-        using errcode = 'BT005', hint = 'Store large outputs elsewhere and put a link in the result.';
-    end if;
   end if;
 
   new.updated_at := pg_catalog.now();
@@ -548,7 +540,8 @@ $$;
 
 grant execute on function baton_private.check_expected_outputs(jsonb) to anon, authenticated, service_role;
 
--- The protocol's result: {status: success|partial|failed, summary, artifacts: [{name, path|url, ...}], metrics}.
+-- The protocol's result: {status: success|partial|failed, summary, artifacts: [{name, path|url, ...}], metrics},
+-- at most 256 KiB. Checked wherever a result is stored (the transition and validation triggers).
 create function baton_private.check_result(result jsonb) returns void
 language plpgsql immutable set search_path = ''
 as $$
@@ -588,6 +581,10 @@ begin
       end if;
       i := i + 1;
     end loop;
+  end if;
+  if octet_length(result::text) > 262144 then
+    raise exception 'the result is % bytes; the limit is 256 KiB', octet_length(result::text)
+      using errcode = 'BT005', hint = 'Store large outputs elsewhere and put a link in the result.';
   end if;
 end
 $$;
