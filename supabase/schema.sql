@@ -978,7 +978,7 @@ $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[])
- RETURNS SETOF public.task_handoffs
+ RETURNS SETOF uuid
  LANGUAGE plpgsql
  SET search_path TO ''
 AS $function$
@@ -992,7 +992,7 @@ begin
       and not exists (select from jsonb_array_elements(t.expected_outputs) e
                       where coalesce((e ->> 'required')::boolean, true)
                         and not exists (select from public.task_artifacts x where x.task_id = t.id and x.name = e ->> 'name'))
-    returning t.*;
+    returning t.id;
 end
 $function$
 ;
@@ -2794,11 +2794,9 @@ AS $function$
 declare
   me text := baton_private.require_agent();
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-  done public.task_handoffs;
   missing text;
 begin
-  select * into done from baton_private.complete_held(me, array[t.id], array[p_claim_token], array[p_result]);
-  if done.id is null then
+  if not exists (select from baton_private.complete_held(me, array[t.id], array[p_claim_token], array[p_result])) then
     -- Refused by the rule: say which part of it.
     perform baton_private.check_holder(t, me, p_claim_token);
     if t.status <> 'in_progress' then
@@ -2814,10 +2812,11 @@ begin
     raise exception 'task % is missing required outputs: %', t.id, missing
       using errcode = 'BT012', hint = 'Attach them first (baton complete <task> --artifact name=@file).';
   end if;
-  if done.result ? 'handoff' then
-    perform baton_private.create_follow_up(done, done.result -> 'handoff', me);
+  select * into t from public.task_handoffs where id = t.id;
+  if t.result ? 'handoff' then
+    perform baton_private.create_follow_up(t, t.result -> 'handoff', me);
   end if;
-  return done;
+  return t;
 end
 $function$
 ;
@@ -3335,7 +3334,7 @@ begin
       -- A task named twice is answered one by one (the second is refused), not in the batch.
       and a.times = 1;
     select coalesce(array_agg(raw_ids[array_position(ids, c.id)]), '{}') into plain
-    from baton_private.complete_held(me, ids, tokens, results) c;
+    from baton_private.complete_held(me, ids, tokens, results) as c (id);
   exception when others then
     plain := '{}';
   end;

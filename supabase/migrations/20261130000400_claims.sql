@@ -277,12 +277,13 @@ comment on function public.reject_task is 'The addressee declines a pending task
 -- The one place a task is completed, alone (complete_task) or in a batch (report_outcomes): each task
 -- of `ids` that `agent` holds under the claim token at the same position, in progress, with every
 -- required output attached, becomes completed with its result (results[i] for ids[i]). A task that does
--- not qualify is left as it is; complete_task says why. The status is compared as text, so that no
--- index of open tasks can stand in for the primary key (see report_outcomes). Each task's own values
--- are found by its position in the arrays, not by joining them with the tasks: estimated at one row
--- each side, that join was a nested loop of 1,000 × 1,000.
+-- not qualify is left as it is; complete_task says why. Returns the ids completed (not the rows: a
+-- batch of 1,000 would hold them all). The status is compared as text, so that no index of open tasks
+-- can stand in for the primary key (see report_outcomes). Each task's own values are found by its
+-- position in the arrays, not by joining them with the tasks: estimated at one row each side, that
+-- join was a nested loop of 1,000 × 1,000.
 create function baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[])
-returns setof public.task_handoffs
+returns setof uuid
 language plpgsql set search_path = ''
 as $$
 begin
@@ -295,7 +296,7 @@ begin
       and not exists (select from jsonb_array_elements(t.expected_outputs) e
                       where coalesce((e ->> 'required')::boolean, true)
                         and not exists (select from public.task_artifacts x where x.task_id = t.id and x.name = e ->> 'name'))
-    returning t.*;
+    returning t.id;
 end
 $$;
 
@@ -306,11 +307,9 @@ as $$
 declare
   me text := baton_private.require_agent();
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-  done public.task_handoffs;
   missing text;
 begin
-  select * into done from baton_private.complete_held(me, array[t.id], array[p_claim_token], array[p_result]);
-  if done.id is null then
+  if not exists (select from baton_private.complete_held(me, array[t.id], array[p_claim_token], array[p_result])) then
     -- Refused by the rule: say which part of it.
     perform baton_private.check_holder(t, me, p_claim_token);
     if t.status <> 'in_progress' then
@@ -326,10 +325,11 @@ begin
     raise exception 'task % is missing required outputs: %', t.id, missing
       using errcode = 'BT012', hint = 'Attach them first (baton complete <task> --artifact name=@file).';
   end if;
-  if done.result ? 'handoff' then
-    perform baton_private.create_follow_up(done, done.result -> 'handoff', me);
+  select * into t from public.task_handoffs where id = t.id;
+  if t.result ? 'handoff' then
+    perform baton_private.create_follow_up(t, t.result -> 'handoff', me);
   end if;
-  return done;
+  return t;
 end
 $$;
 
@@ -425,7 +425,7 @@ begin
       -- A task named twice is answered one by one (the second is refused), not in the batch.
       and a.times = 1;
     select coalesce(array_agg(raw_ids[array_position(ids, c.id)]), '{}') into plain
-    from baton_private.complete_held(me, ids, tokens, results) c;
+    from baton_private.complete_held(me, ids, tokens, results) as c (id);
   exception when others then
     plain := '{}';
   end;
