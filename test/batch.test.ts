@@ -142,7 +142,7 @@ describe('batch RPCs', () => {
     try {
       let working = tasks.length;
       // A window of a minute: only the last task reporting can send the batch within the test.
-      const batcher = new OutcomeBatcher(holder.client, { moreComing: () => working > 0, want: () => 0, claimed: () => undefined, lost: () => undefined }, 60_000);
+      const batcher = new OutcomeBatcher(holder.client, { moreComing: () => working > 0, claimable: () => 0, claimed: () => undefined }, 60_000);
       const statuses = tasks.map((t) => {
         working -= 1;
         return batcher.submit({ taskId: t.id, claimToken: t.claim_token, result: { status: 'success' } });

@@ -6,6 +6,9 @@ import cron from 'node-cron';
 import { z } from 'zod';
 import { ConfigError } from '../config.js';
 import { durationExample, parseDuration } from '../durations.js';
+import type { Logger } from 'pino';
+import type { AgentKeyOptions } from '../client/connection.js';
+import type { Message, Task } from '../schemas.js';
 import type { Executor, Executors } from './executors.js';
 
 export const agentDefaults = Object.freeze({
@@ -20,6 +23,43 @@ export const agentDefaults = Object.freeze({
   /** While push is up, how often the poll still claims, as a safety net (seconds). */
   slowPollSeconds: 60,
 });
+
+export interface AgentOptions extends AgentKeyOptions {
+  url: string;
+  /** The agent's token; the agent's id comes from it. */
+  token: string;
+  displayName?: string;
+  capabilities?: string[];
+  skillsOffered?: unknown;
+  /** How many tasks it runs at once; the database refuses claims beyond it. */
+  maxConcurrent?: number;
+  /** What runs tasks; an agent with none only sends work and never claims. */
+  executors?: Executors;
+  /** node-cron expression for claiming (default every 5 s). */
+  poll?: string;
+  /** node-cron expression for heartbeats, lease renewal and peers (default every 30 s). */
+  heartbeat?: string;
+  /**
+   * How often the agent is sure to wake, in seconds: its claims survive two missed wake-ups. Defaults to
+   * the longest gap of its poll or heartbeat schedule, whichever runs more often; set it for `tick` from
+   * system cron (e.g. 900 for every 15 minutes).
+   */
+  everySeconds?: number;
+  /** On stop, how long running tasks may finish before they are released. */
+  graceSeconds?: number;
+  /** Run the sweep on every poll (default true). */
+  sweep?: boolean;
+  /**
+   * Listen for work through Supabase Realtime (default true): claims start the moment work arrives, and
+   * the poll slows to a safety net (`slowPollSeconds`) while every channel is up.
+   */
+  push?: boolean;
+  /** While push is up, claim on the poll only this often, in seconds (default 60). */
+  slowPollSeconds?: number;
+  /** Runs once for each task this agent sent that reached a final state. */
+  onResult?: (task: Task, message: Message) => unknown;
+  log?: Logger;
+}
 
 const schedule = z.string().refine((expr) => cron.validate(expr), {
   error: 'must be a cron expression, e.g. */5 * * * * * (every 5 s) or */15 * * * * (every 15 min)',

@@ -14,16 +14,17 @@ interface Waiting {
   reject(err: BatonError | Error): void;
 }
 
-/** How the daemon claims along with a report, and whether more outcomes may come soon. */
+/**
+ * What the daemon lets a report claim. The reporter never decides to claim: it asks the daemon's own
+ * rule how many tasks to claim along, and hands what the request claimed back to the daemon.
+ */
 export interface ClaimAlong {
   /** Whether a task is still working and may report soon; when none is, a batch does not wait out the window. */
   moreComing(): boolean;
-  /** How many tasks to claim with a report of `reporting` outcomes; 0 reports only. */
-  want(reporting: number): number;
-  /** The tasks claimed (started), before the outcomes' answers are given. */
-  claimed(tasks: Task[], wanted: number): void;
-  /** The request failed: whatever it claimed may be held without the daemon knowing. */
-  lost(err: unknown): void;
+  /** How many tasks to claim with a report of `reporting` outcomes (their slots free with it); 0 reports only. */
+  claimable(reporting: number): number;
+  /** The tasks the combined request claimed (started), given before the outcomes' answers; or its failure. */
+  claimed(request: Promise<Task[]>, wanted: number): void;
 }
 
 export class OutcomeBatcher {
@@ -59,17 +60,12 @@ export class OutcomeBatcher {
     const batch = this.queue.splice(0);
     if (batch.length === 0) return;
     const outcomes = batch.map((w) => w.outcome);
-    const wanted = this.along?.want(batch.length) ?? 0;
+    const wanted = this.along?.claimable(batch.length) ?? 0;
     const sent = wanted > 0
-      ? this.client.reportAndClaim(outcomes, { claim: wanted }).then(({ outcomes: answers, claimed }) => {
-        this.along!.claimed(claimed, wanted);
-        return answers;
-      }, (err: unknown) => {
-        this.along!.lost(err);
-        throw err;
-      })
-      : this.client.reportOutcomes(outcomes);
-    sent.then((answers) => {
+      ? this.client.reportAndClaim(outcomes, { claim: wanted })
+      : this.client.reportOutcomes(outcomes).then((answers) => ({ outcomes: answers, claimed: [] as Task[] }));
+    if (wanted > 0) this.along!.claimed(sent.then((r) => r.claimed), wanted);
+    sent.then(({ outcomes: answers }) => {
       batch.forEach((waiting, i) => {
         const answer = answers[i];
         if (answer?.status) waiting.resolve(answer.status);

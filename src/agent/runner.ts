@@ -1,0 +1,203 @@
+/**
+ * One task, from claim to report: picks its executor, gathers what it may read (parents, dependencies,
+ * inputs), runs it with an abort signal, and reports the outcome through the reporter. A refusal
+ * because the claim was lost (fencing) is logged and dropped; an outcome that cannot reach the API is
+ * tried again until the database answers.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { BatonClient, Outcome } from '../client/agent.js';
+import type { ResolvedArtifact } from '../client/artifacts.js';
+import { BatonError, isUnavailable, MissingOutputsError, OutputSchemaError } from '../errors.js';
+import type { AgentPresence, Task, TaskResult, TaskStatus } from '../schemas.js';
+import {
+  builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
+} from './executors.js';
+import { agentApiKey } from '../client/connection.js';
+import { agentDefaults, type AgentOptions } from './options.js';
+import type { OutcomeBatcher } from './outcomes.js';
+
+type OutcomeOf = { result: TaskResult } | { error: string; retry: boolean; problems?: Array<{ path: string; message: string }> };
+
+/** Refusals that mean the claim is no longer this agent's: the outcome is dropped, not retried. */
+const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
+/** The longest wait between two tries at reporting an outcome while the API or database is away. */
+const maxReportRetryMs = 5_000;
+
+export interface RunnerDeps {
+  client: BatonClient;
+  agentId: string;
+  executors: Executors;
+  reporter: OutcomeBatcher;
+  log: Logger;
+  /** The environment a command executor gets to act as the agent. */
+  env: Record<string, string>;
+  peers(): AgentPresence[];
+  stopping(): boolean;
+}
+
+export class TaskRunner {
+  constructor(private readonly deps: RunnerDeps) {}
+
+  /** Runs `task` to its reported outcome; `reported` is called once the outcome is on its way. */
+  async run(task: Task, signal: AbortSignal, reported: () => void): Promise<void> {
+    const { client, agentId, executors } = this.deps;
+    const log = this.deps.log.child({ taskId: task.id, attempt: task.attempts });
+    const started = Date.now();
+    const report = (call: () => Promise<Task | TaskStatus>, what: string, err?: unknown, why?: string) => {
+      reported();
+      return this.report(call, log, started, what, err, why);
+    };
+    log.info({ title: task.title, from: task.from_agent }, 'claimed');
+    const chosen = selectExecutor({ [JOIN_TASK_TYPE]: builtInJoin, ...executors }, task);
+    if (!chosen) {
+      // Not this agent's kind of work: rejected if addressed to it, else left for a capable peer.
+      const reason = noExecutorReason(agentId, task, executors);
+      await report(() => client.decline(task.id, task.claim_token, reason),
+        task.to_agent === agentId ? 'declined: rejected, no executor' : 'declined: left for another agent, no executor', undefined, reason);
+      return;
+    }
+    /** The outcome of this task, for the reporter (which also gives it its claim). */
+    const submit = (outcome: OutcomeOf) => () => this.deps.reporter.submit({ taskId: task.id, claimToken: task.claim_token, ...outcome } as Outcome);
+    try {
+      const value = await runExecutor(chosen.executor, task, await this.context(task, signal, log), this.deps.env);
+      if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
+      const result = toResult(value);
+      // A result.handoff becomes the follow-up task in the same transaction as the completion.
+      await report(submit({ result }), result.handoff ? 'completed, follow-up handed off' : 'completed');
+    } catch (err) {
+      if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
+      if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) {
+        // Outputs refused: the executor runs once more with the problems in its context, counting as an
+        // attempt (the database turns a retry into a final failure once attempts run out); refused again,
+        // the task fails with them.
+        const problems = err instanceof OutputSchemaError ? err.problems : [{ path: '', message: err.message }];
+        const retry = !task.problems?.length;
+        await report(submit({ error: `outputs refused: ${err.message}`, retry, problems }),
+          retry ? 'outputs refused; running again with the problems' : 'outputs refused again; failed', err);
+        return;
+      }
+      // An API or database away mid-task is no fault of the task: it runs again.
+      const retry = err instanceof RetryableError || isUnavailable(err);
+      const message = err instanceof Error ? err.message : String(err);
+      await report(submit({ error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
+    }
+  }
+
+  /**
+   * Reports an outcome; a refusal because the claim was lost (fencing) is logged, not thrown; a refusal
+   * of the outputs is thrown, for run()'s refusal policy.
+   */
+  private async report(call: () => Promise<Task | TaskStatus>, log: Logger, started: number, what: string, err?: unknown, why?: string): Promise<void> {
+    try {
+      const done = await this.persist(call, log, what);
+      const status = typeof done === 'string' ? done : done.status;
+      const reason = why ?? (err instanceof Error ? err.message : err === undefined ? undefined : String(err));
+      const line = { ms: Date.now() - started, status, ...(reason ? { reason } : {}), ...(err ? { err } : {}) };
+      if (err || why) log.warn(line, what);
+      else log.info(line, what);
+    } catch (refusal) {
+      // Completion refused for a missing required output: run() treats it as refused outputs.
+      if (refusal instanceof MissingOutputsError) throw refusal;
+      if (refusal instanceof BatonError && fenced.has(refusal.code)) {
+        log.warn({ ms: Date.now() - started, code: refusal.code, reason: refusal.message }, 'late outcome refused: the claim was lost');
+      } else {
+        log.error({ err: refusal }, `could not report the task as ${what}`);
+      }
+    }
+  }
+
+  /**
+   * An outcome is work done: a report that finds the API or its database away (isUnavailable) is tried
+   * again with backoff and the same claim token, until the database answers. Nobody can take the claim
+   * while the database is away; once it is back, the answer is the outcome recorded, or a fenced
+   * refusal (the claim lapsed meanwhile), which report() logs and drops. Only a stopped agent gives up.
+   */
+  private async persist<T>(call: () => Promise<T>, log: Logger, what: string): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!isUnavailable(err) || (this.deps.stopping() && attempt >= 3)) throw err;
+        const wait = Math.min(maxReportRetryMs, 250 * 2 ** attempt);
+        if (attempt === 0) log.warn({ err, retryInMs: wait }, `could not reach the API to report the task as ${what}; trying again`);
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** What the executor gets: the task, what it may read, and calls that act on the task as the agent. */
+  private async context(task: Task, signal: AbortSignal, log: Logger): Promise<ExecutorContext> {
+    const { client, agentId } = this.deps;
+    const parents = task.parent_task_id ? await client.ancestors(task.id) : [];
+    const dependencies = task.depends_on.length ? await client.dependencies(task.id) : [];
+    const inputs: ResolvedArtifact[] = task.parent_task_id || task.input_artifacts.length || task.depends_on.length ? await client.inputs(task.id) : [];
+    return {
+      task,
+      attempt: task.attempts,
+      agentId,
+      parents,
+      dependencies,
+      inputs,
+      input: (name) => inputs.filter((a) => a.name === name).at(-1),
+      problems: task.problems ?? [],
+      artifact: async (name, content, { mediaType } = {}) => {
+        const attached = await client.attachArtifact(task.id, name, content, { mediaType, task });
+        log.info({ artifact: name, bytes: attached.size_bytes, sha256: attached.sha256 }, 'attached an artifact');
+        return attached;
+      },
+      peers: this.deps.peers(),
+      signal,
+      log,
+      progress: async (message, percent) => {
+        await client.progress(task.id, message, percent);
+        log.info({ percent }, `progress: ${message}`);
+      },
+      message: async (to, body) => {
+        await client.send({ to, body, taskId: task.id });
+      },
+      ask: (question) => this.ask(task, question, signal, log),
+      handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),
+      fanOut: async (items, join) => {
+        const made = await client.fanOut(task.id, items, join);
+        log.info({ tasks: made.tasks.length, join: made.join, mode: join?.mode ?? 'all' }, 'fanned out');
+        return made;
+      },
+    };
+  }
+
+  /** Asks the sender and waits for the answer (the task is input_required meanwhile). */
+  private async ask(task: Task, question: string, signal: AbortSignal, log: Logger): Promise<string> {
+    const { client } = this.deps;
+    await client.ask(task.id, question);
+    const [asked] = await client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    log.info({ question }, 'asked the sender; waiting for input');
+    while (!signal.aborted) {
+      const [answer] = await client.messages({ taskId: task.id, kind: 'answer', limit: 1 });
+      if (answer && answer.reply_to_id === asked?.id) {
+        const body = answer.body as { text?: unknown };
+        return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
+      }
+      await sleep(agentDefaults.askPollSeconds * 1000, undefined, { signal }).catch(() => undefined);
+    }
+    throw signal.reason ?? new Error('aborted while waiting for an answer');
+  }
+}
+
+/** Why an agent cannot run a task, naming what it would need. */
+function noExecutorReason(agentId: string, task: Task, executors: Executors): string {
+  const taskType = typeof task.payload.task_type === 'string' ? task.payload.task_type : undefined;
+  const wanted = [
+    ...(taskType ? [`task_type "${taskType}"`] : []),
+    ...(task.required_capabilities.length ? [`capabilities [${task.required_capabilities.join(', ')}]`] : []),
+  ];
+  const known = Object.keys(executors).join(', ') || 'none';
+  return `agent ${agentId} has no executor for ${wanted.join(' or ') || 'a task without task_type'} (its executors: ${known}; add one, or a "*" executor)`;
+}
+
+/** The environment a command executor gets to act as the agent. */
+export function executorEnv(options: AgentOptions): Record<string, string> {
+  const key: Record<string, string> = options.publishableKey
+    ? { SUPABASE_PUBLISHABLE_KEY: options.publishableKey } : { SUPABASE_ANON_KEY: agentApiKey(options) };
+  return { SUPABASE_URL: options.url, ...key, BATON_AGENT_TOKEN: options.token };
+}

@@ -1,0 +1,123 @@
+/**
+ * What keeps a daemon known and the fleet's work moving, apart from its own tasks: the incarnation it
+ * runs as, heartbeats, its view of its peers, and its turn at the sweep.
+ */
+import type { Logger } from 'pino';
+import type { BatonClient } from '../client/agent.js';
+import { intervalSeconds } from '../durations.js';
+import { SupersededError } from '../errors.js';
+import type { AgentPresence } from '../schemas.js';
+import { agentDefaults, type AgentOptions } from './options.js';
+
+/** A peer that wakes at least this often (seconds) is a daemon, and takes its turn at the sweep. */
+const sweeperRhythmSeconds = 60;
+/** Where pg_cron runs the sweep, how often a daemon looks whether it still does. */
+const scheduledSweepCheckMs = 10 * 60_000;
+
+export class Upkeep {
+  peers: AgentPresence[] = [];
+  /** This process, as the database knows it (begin_incarnation); a later process of the agent supersedes it. */
+  incarnation: string | undefined;
+  private beats = 0;
+  private nextSweepAt = 0;
+  /** Why a later process took over the agent, once one has. */
+  private supersededBecause: string | undefined;
+
+  constructor(
+    private readonly client: BatonClient,
+    private readonly agentId: string,
+    private readonly log: Logger,
+    /** A later process took over the agent: this one steps aside (stops). */
+    private readonly stepAside: () => void,
+  ) {}
+
+  /**
+   * This process starts as the agent: whatever claims an earlier process left (killed, crashed, its
+   * machine gone) go back at once by the database's rule, instead of waiting for their leases while
+   * this process beats under the same id.
+   */
+  async begin(): Promise<void> {
+    const { incarnation, ...handedBack } = await this.client.beginIncarnation();
+    this.incarnation = incarnation;
+    if (Object.values(handedBack).some((n) => n > 0)) {
+      this.log.warn({ handedBack }, 'handed back the claims an earlier process of this agent left');
+    }
+  }
+
+  /** A daemon's first turn at the sweep falls anywhere in its period: daemons started together spread out. */
+  spreadFirstSweep(): void {
+    this.nextSweepAt = Date.now() + this.sweepPeriodMs() * Math.random();
+  }
+
+  /**
+   * A heartbeat, and now and then a look at the peers. An idle agent whose push is up is heard through
+   * its safety-net claims (every call that can write records a beat) and looks at its peers every tenth
+   * beat: a hundred idle agents cost a few requests a second in all.
+   */
+  async beat({ idle, heardRecently }: { idle: boolean; heardRecently: boolean }): Promise<void> {
+    try {
+      if (!idle || !heardRecently) await this.client.heartbeat(undefined, { incarnation: this.incarnation });
+      this.beats += 1;
+      if (idle && this.beats % 10 !== 1) return;
+      const everyone = await this.client.discover();
+      // An idle process sends no heartbeat to be refused; its own row says who runs the agent now.
+      const me = everyone.find((p) => p.id === this.agentId);
+      if (this.incarnation && me?.incarnation && me.incarnation !== this.incarnation) {
+        return this.superseded(`agent ${this.agentId} began again at ${me.incarnation_started_at}`);
+      }
+      this.peers = everyone.filter((p) => p.id !== this.agentId);
+    } catch (err) {
+      if (err instanceof SupersededError) return this.superseded(err.message);
+      this.log.error({ err }, 'heartbeat failed');
+    }
+  }
+
+  /**
+   * The sweep is the same for everyone, and the database runs one at a time, so the fleet shares it:
+   * each of n daemons sweeps about every n × sweepSeconds (jittered), and together they sweep about
+   * every sweepSeconds whatever their number. Peers that wake less often (agents on a cron) are not
+   * counted; where pg_cron runs the sweep, daemons leave it to pg_cron and look again now and then.
+   */
+  async sweepIfDue(): Promise<void> {
+    if (Date.now() < this.nextSweepAt) return;
+    this.nextSweepAt = Date.now() + this.sweepPeriodMs();
+    const { scheduled, ...report } = await this.client.sweep();
+    if (scheduled) this.nextSweepAt = Date.now() + scheduledSweepCheckMs;
+    if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');
+  }
+
+  /** Marks the agent stopped, unless a later process took it over (its row is that process's now). */
+  async markInactive(): Promise<void> {
+    if (this.supersededBecause) return;
+    await this.client.heartbeat(undefined, { active: false, incarnation: this.incarnation })
+      .catch((err: unknown) => this.log.warn({ err }, 'could not mark inactive'));
+  }
+
+  private superseded(reason: string): void {
+    if (this.supersededBecause) return;
+    this.supersededBecause = reason;
+    this.log.error({ reason }, 'a later process took over this agent; stopping (run one daemon per agent)');
+    this.stepAside();
+  }
+
+  private sweepPeriodMs(): number {
+    const sweepers = 1 + this.peers.filter((p) => (intervalSeconds(p.poll_interval) ?? Infinity) <= sweeperRhythmSeconds).length;
+    return agentDefaults.sweepSeconds * 1000 * sweepers * (0.5 + Math.random());
+  }
+}
+
+/** Runs `onResult` once for each result message of a task this agent sent, then marks it read. */
+export async function deliverResults(client: BatonClient, onResult: AgentOptions['onResult'], log: Logger): Promise<void> {
+  if (!onResult) return;
+  const messages = await client.messages({ unread: true, kind: 'result', limit: 100 });
+  for (const message of messages.reverse()) {
+    if (!message.task_id) continue;
+    try {
+      await onResult(await client.getTask(message.task_id), message);
+    } catch (err) {
+      log.error({ err, taskId: message.task_id }, 'onResult failed; it will run again');
+      continue;
+    }
+    await client.markRead([message.id]);
+  }
+}
