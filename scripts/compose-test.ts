@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import dotenv from 'dotenv';
 import { createBatonClient, finalStatuses, type BatonClient, type LineageRow, type Task } from '../src/index.js';
-import { lineageTree, shortId } from '../src/cli/render.js';
+import { lineageTree, shortId } from '../src/text/render.js';
 import { demoFinished, demoRequest } from '../src/demo/executors.js';
 import { freePort } from '../src/stack/ports.js';
 import { dockerClient, ensureBaseImage, ensureEngine, read, sh, stopEngine } from './docker-base.js';

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAdminClient, createBatonClient, parseSigningKey, startStack, type LineageRow } from '../src/index.js';
-import { bytes, lineageTree, shortId } from '../src/cli/render.js';
+import { bytes, lineageTree, shortId } from '../src/text/render.js';
 import { demoFinished, demoRequest } from '../src/demo/executors.js';
 import { freePort } from '../src/stack/ports.js';
 

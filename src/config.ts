@@ -84,6 +84,15 @@ function port(value: string | number | undefined, name: string, fallback: number
 
 export class ConfigError extends Error {}
 
+/**
+ * Settings of the running process rather than of a Baton project: how much it logs (LOG_LEVEL, with a
+ * default that depends on the command) and whether it may colour its output (NO_COLOR).
+ */
+export const processSettings = Object.freeze({
+  logLevel: (fallback: string): string => process.env.LOG_LEVEL || fallback,
+  color: (): boolean => !process.env.NO_COLOR,
+});
+
 /** BATON_SIGNING_KEY holds the JWK itself or names a file that does; the JWK text is returned. */
 function readSigningKey(value: string | undefined, cwd: string): string | undefined {
   if (value === undefined || value.trimStart().startsWith('{')) return value;

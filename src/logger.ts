@@ -1,9 +1,10 @@
 import pino, { type Logger } from 'pino';
+import { processSettings } from './config.js';
 
 export type { Logger };
 
 /** Pretty lines for a person at a terminal, JSON lines for everything else. */
-export function createLogger({ level = process.env.LOG_LEVEL ?? 'info', pretty = process.stderr.isTTY } = {}): Logger {
+export function createLogger({ level = processSettings.logLevel('info'), pretty = process.stderr.isTTY } = {}): Logger {
   const destination = pino.destination({ fd: 2, sync: true });
   if (!pretty) return pino({ level, base: undefined }, destination);
   return pino({

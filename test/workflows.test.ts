@@ -5,7 +5,7 @@
  * other files still read).
  */
 import { describe, expect, it } from 'vitest';
-import { lineageTree } from '../src/cli/render.js';
+import { lineageTree } from '../src/text/render.js';
 import { DependencyError, type ExecutorContext, type Task } from '../src/index.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { baton, cliAs, parsed } from './cli.js';

@@ -1,7 +1,7 @@
 /** The live board `baton watch` draws: tasks by status, agents online with what they hold, last events. */
 import type { AgentPresence, Task } from '../schemas.js';
-import { ago, paint, safeText } from './output.js';
-import { shortId } from './render.js';
+import { ago, paint, safeText } from '../text/format.js';
+import { shortId } from '../text/render.js';
 
 export interface BoardEvent {
   at: string;

@@ -16,7 +16,7 @@ import { registerWatch } from './commands/watch.js';
 import { registerWork } from './commands/work.js';
 import { registerWorkflows } from './commands/workflows.js';
 import { exitCodes, toExitError } from './exit.js';
-import { paint, safeText } from './output.js';
+import { paint, safeText } from '../text/format.js';
 
 const { version } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string };
 

@@ -59,6 +59,23 @@ const outcomesJson = (outcomes: Outcome[]) => asJson(outcomes.map((o) => ('error
 /** A time as the RPCs take it. */
 const isoTime = (value: Date | string | undefined): string | undefined => (value instanceof Date ? value.toISOString() : value);
 
+/**
+ * A hand-off as the database names its fields, with only the fields given: the database's defaults are
+ * the defaults. The one mapping of a hand-off, for a single one (as handoff_task's p_… arguments), many
+ * (handoff_tasks) and a fan-out (fan_out).
+ */
+function handoffFields(input: HandoffInput): Record<string, Json> {
+  const t = parseInput(HandoffInput, input);
+  const fields = {
+    title: t.title, to_agent: t.to, description: t.description, priority: t.priority, payload: t.payload,
+    required_capabilities: t.requiredCapabilities, deadline: isoTime(t.deadline), max_attempts: t.maxAttempts,
+    parent_task_id: t.parentTaskId, idempotency_key: t.idempotencyKey, allow_offline: t.allowOffline,
+    lease_seconds: t.leaseSeconds, expected_outputs: t.expectedOutputs, input_artifacts: t.inputArtifacts,
+    depends_on: t.dependsOn, dependency_mode: t.dependencyMode, on_dependency_failure: t.onDependencyFailure, run_at: isoTime(t.runAt),
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined && value !== null)) as Record<string, Json>;
+}
+
 const artifactColumns = 'id, task_id, name, media_type, size_bytes, sha256, uri, producer, created_at';
 
 /** The task RPCs that take a task id and answer with the task. */
@@ -88,27 +105,8 @@ export class BatonClient {
 
   /** Hands off one task. Only the fields given are sent: the database's defaults are the defaults. */
   async handoff(input: HandoffInput): Promise<Task> {
-    const task = parseInput(HandoffInput, input);
-    return unwrap(this.db.rpc('handoff_task', {
-      p_title: task.title,
-      p_to_agent: task.to ?? undefined,
-      p_description: task.description ?? undefined,
-      p_priority: task.priority ?? undefined,
-      p_payload: task.payload === undefined ? undefined : asJson(task.payload),
-      p_required_capabilities: task.requiredCapabilities,
-      p_deadline: isoTime(task.deadline),
-      p_max_attempts: task.maxAttempts,
-      p_parent_task_id: task.parentTaskId ?? undefined,
-      p_idempotency_key: task.idempotencyKey ?? undefined,
-      p_allow_offline: task.allowOffline,
-      p_lease_seconds: task.leaseSeconds ?? undefined,
-      p_expected_outputs: task.expectedOutputs === undefined ? undefined : asJson(task.expectedOutputs),
-      p_input_artifacts: task.inputArtifacts === undefined ? undefined : asJson(task.inputArtifacts),
-      p_depends_on: task.dependsOn,
-      p_dependency_mode: task.dependencyMode,
-      p_on_dependency_failure: task.onDependencyFailure,
-      p_run_at: isoTime(task.runAt),
-    }), Task);
+    const args = Object.fromEntries(Object.entries(handoffFields(input)).map(([name, value]) => [`p_${name}`, value]));
+    return unwrap(this.db.rpc('handoff_task', args as { p_title: string }), Task);
   }
 
   /**
@@ -119,15 +117,7 @@ export class BatonClient {
    * a built-in executor unless it has one for task_type "baton.join".
    */
   async fanOut(parentTaskId: string, inputs: Array<Omit<HandoffInput, 'parentTaskId' | 'dependsOn'>>, join: FanOutJoin = { mode: 'all' }): Promise<{ tasks: string[]; join: string }> {
-    const tasks = inputs.map((input) => {
-      const t = parseInput(HandoffInput, input);
-      return {
-        title: t.title, to_agent: t.to ?? null, description: t.description ?? null, priority: t.priority ?? 'medium',
-        payload: t.payload ?? {}, required_capabilities: t.requiredCapabilities ?? [], deadline: isoTime(t.deadline) ?? null,
-        max_attempts: t.maxAttempts ?? 3, lease_seconds: t.leaseSeconds ?? null, expected_outputs: t.expectedOutputs ?? [],
-        input_artifacts: t.inputArtifacts ?? [],
-      };
-    });
+    const tasks = inputs.map(handoffFields);
     const j = parseInput(FanOutJoin, join);
     return unwrap(this.db.rpc('fan_out', {
       p_parent_task_id: parseInput(TaskId, parentTaskId),
@@ -154,18 +144,7 @@ export class BatonClient {
    * one comes back with its index and the reason; the others are made.
    */
   async handoffMany(inputs: HandoffInput[]): Promise<BatchHandoff[]> {
-    const tasks = inputs.map((input) => {
-      const t = parseInput(HandoffInput, input);
-      return {
-        title: t.title, to_agent: t.to ?? null, description: t.description ?? null, priority: t.priority ?? 'medium',
-        payload: t.payload ?? {}, required_capabilities: t.requiredCapabilities ?? [],
-        deadline: isoTime(t.deadline) ?? null, max_attempts: t.maxAttempts ?? 3,
-        parent_task_id: t.parentTaskId ?? null, idempotency_key: t.idempotencyKey ?? null, allow_offline: t.allowOffline ?? true,
-        lease_seconds: t.leaseSeconds ?? null, expected_outputs: t.expectedOutputs ?? [], input_artifacts: t.inputArtifacts ?? [],
-        depends_on: t.dependsOn ?? [], dependency_mode: t.dependencyMode ?? 'all', on_dependency_failure: t.onDependencyFailure ?? 'cancel',
-        run_at: isoTime(t.runAt) ?? null,
-      };
-    });
+    const tasks = inputs.map(handoffFields);
     return unwrap(this.db.rpc('handoff_tasks', { p_tasks: asJson(tasks) }), BatchHandoffs);
   }
 

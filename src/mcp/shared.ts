@@ -10,7 +10,7 @@ import { noClaim, type BatonClient } from '../client/agent.js';
 import { BatonError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Task } from '../schemas.js';
-import { shortId } from '../cli/render.js';
+import { shortId } from '../text/render.js';
 
 export const taskRef = z.string().min(1).describe('The task: its full id, or at least its first 6 characters.');
 export const reason = z.string().min(1);

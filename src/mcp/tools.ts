@@ -1,70 +1,101 @@
-/** Every agent action as an MCP tool, with input schemas from the client's zod schemas. */
+/** Every agent action as an MCP tool: one definition each (name, description, input schema from the client's zod schemas, call). */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
-import { lineageTree, messageText, shortId } from '../cli/render.js';
+import { lineageTree, messageText, shortId } from '../text/render.js';
 import { ArtifactGiven, forModel, isTextual, ok, readGiven, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
 
-export function registerTools(server: McpServer, agent: McpAgent): void {
-  const { client, log } = agent;
-  const tool = <S extends z.ZodRawShape>(
-    name: string, title: string, description: string, shape: S,
-    run: (args: z.infer<z.ZodObject<S>>) => Promise<CallToolResult>,
-    annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean } = {},
-  ) => {
-    server.registerTool(name, { title, description, inputSchema: shape, annotations: { openWorldHint: false, ...annotations } },
-      (async (args: z.infer<z.ZodObject<S>>) => {
-        try {
-          return await run(args);
-        } catch (err) {
-          log.debug({ err, tool: name }, 'tool refused');
-          return refusal(err);
-        }
-      }) as never);
+/** One MCP tool: its name, what it says, its input schema, and its call. */
+interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  input: S;
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
+  run(args: z.infer<z.ZodObject<S>>): Promise<CallToolResult>;
+}
+
+/** A tool, its call typed by its input schema. */
+const defineTool = <S extends z.ZodRawShape>(tool: Tool<S>): Tool => tool as unknown as Tool;
+
+/** A call on a task the agent holds, made with the claim token it holds it under. */
+function withClaim(agent: McpAgent, verb: string, act: (id: string, token: string) => Promise<Task>) {
+  return async ({ task }: { task: string }): Promise<CallToolResult> => {
+    const id = await agent.resolve(task);
+    const done = await act(id, await agent.claimTokenOf(id));
+    if (done.status === 'pending' || finalStatuses.includes(done.status)) agent.forget(id);
+    return ok(`${verb} ${taskLine(done)}`, { task: forModel(done) });
   };
+}
 
-  // --- Who is around, and what is on this agent's plate ---------------------------------------------
+export function registerTools(server: McpServer, agent: McpAgent): void {
+  const groups = [whoIsAround, handingWorkOn, seeingWork, claimingWork, reportingWork, sendersWork, messagesAndArtifacts];
+  for (const tool of groups.flatMap((group) => group(agent))) {
+    const config = { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { openWorldHint: false, ...tool.annotations } };
+    server.registerTool(tool.name, config, (async (args: never) => {
+      try {
+        return await tool.run(args);
+      } catch (err) {
+        agent.log.debug({ err, tool: tool.name }, 'tool refused');
+        return refusal(err);
+      }
+    }) as never);
+  }
+}
 
-  tool('status', 'Say you are alive; see your plate',
-    'Records that you are alive (optionally with a status line others see in discover) and returns your agent profile '
-    + 'with counts: tasks waiting for you, tasks you hold, tasks you sent that are still open, unread messages. Call it first.',
-    { message: z.string().optional().describe('A status line for others, e.g. "reviewing PR 42".') },
-    async ({ message }) => {
-      const me = await client.heartbeat(message);
-      const [mine, sent, unread] = await Promise.all([
-        client.listTasks({ box: 'mine', status: [...openStatuses], limit: 500 }),
-        client.listTasks({ box: 'sent', status: [...openStatuses], limit: 500 }),
-        client.messages({ unread: true, limit: 500 }),
-      ]);
-      agent.remember(mine);
-      const counts = {
-        waiting_for_me: mine.filter((t) => t.status === 'pending').length,
-        holding: mine.filter((t) => t.claimed_by === client.agentId).length,
-        sent_open: sent.length,
-        unread_messages: unread.length,
-      };
-      return ok(`You are ${me.id} (${me.capabilities.join(', ') || 'no capabilities'}). Waiting for you: ${counts.waiting_for_me}; `
-        + `holding: ${counts.holding}; sent and open: ${counts.sent_open}; unread messages: ${counts.unread_messages}.`,
-      { agent: me, ...counts });
-    });
+/** Who is around, and what is on this agent's plate. */
+function whoIsAround(agent: McpAgent): Tool[] {
+  const { client } = agent;
+  return [
+    defineTool({
+      name: 'status',
+      title: 'Say you are alive; see your plate',
+      description: 'Records that you are alive (optionally with a status line others see in discover) and returns your agent profile '
+      + 'with counts: tasks waiting for you, tasks you hold, tasks you sent that are still open, unread messages. Call it first.',
+      input: { message: z.string().optional().describe('A status line for others, e.g. "reviewing PR 42".') },
+      run: async ({ message }) => {
+        const me = await client.heartbeat(message);
+        const [mine, sent, unread] = await Promise.all([
+          client.listTasks({ box: 'mine', status: [...openStatuses], limit: 500 }),
+          client.listTasks({ box: 'sent', status: [...openStatuses], limit: 500 }),
+          client.messages({ unread: true, limit: 500 }),
+        ]);
+        agent.remember(mine);
+        const counts = {
+          waiting_for_me: mine.filter((t) => t.status === 'pending').length,
+          holding: mine.filter((t) => t.claimed_by === client.agentId).length,
+          sent_open: sent.length,
+          unread_messages: unread.length,
+        };
+        return ok(`You are ${me.id} (${me.capabilities.join(', ') || 'no capabilities'}). Waiting for you: ${counts.waiting_for_me}; `
+          + `holding: ${counts.holding}; sent and open: ${counts.sent_open}; unread messages: ${counts.unread_messages}.`,
+        { agent: me, ...counts });
+      },
+    }),
+    defineTool({
+      name: 'discover',
+      title: 'Find agents',
+      description: 'Lists the agents that are online (or all, with include_offline) and what they can do. Use it to choose whom to hand work to.',
+      input: {
+        capabilities: z.array(z.string()).optional().describe('Only agents holding all of these capabilities.'),
+        include_offline: z.boolean().optional().describe('Include agents not heard from recently.'),
+      },
+      annotations: { readOnlyHint: true },
+      run: async ({ capabilities, include_offline }) => {
+        const agents = await client.discover({ capabilities, includeOffline: include_offline });
+        const text = agents.length
+          ? agents.map((a) => `${a.id}${a.is_online ? '' : ' (offline)'}: ${a.capabilities.join(', ') || '-'}${a.status_message ? ` — ${a.status_message}` : ''}`).join('\n')
+          : 'No agents match.';
+        return ok(text, { agents });
+      },
+    }),
+  ];
+}
 
-  tool('discover', 'Find agents',
-    'Lists the agents that are online (or all, with include_offline) and what they can do. Use it to choose whom to hand work to.',
-    {
-      capabilities: z.array(z.string()).optional().describe('Only agents holding all of these capabilities.'),
-      include_offline: z.boolean().optional().describe('Include agents not heard from recently.'),
-    },
-    async ({ capabilities, include_offline }) => {
-      const agents = await client.discover({ capabilities, includeOffline: include_offline });
-      const text = agents.length
-        ? agents.map((a) => `${a.id}${a.is_online ? '' : ' (offline)'}: ${a.capabilities.join(', ') || '-'}${a.status_message ? ` — ${a.status_message}` : ''}`).join('\n')
-        : 'No agents match.';
-      return ok(text, { agents });
-    }, { readOnlyHint: true });
-
-  // --- Handing work on -------------------------------------------------------------------------------
-
+/** Handing work on. */
+function handingWorkOn(agent: McpAgent): Tool[] {
+  const { client } = agent;
   const handoffShape = {
     title: HandoffInput.shape.title.min(1).describe('A short imperative title, e.g. "Review the slugify PR".'),
     description: HandoffInput.shape.description.describe('What to do, in as much detail as the receiver needs.'),
@@ -103,257 +134,333 @@ export function registerTools(server: McpServer, agent: McpAgent): void {
     onDependencyFailure: args.run_anyway ? 'run' : undefined,
     runAt: args.run_at,
   });
+  return [
+    defineTool({
+      name: 'handoff',
+      title: 'Hand a task to an agent',
+      description: 'Hands a task to one agent by id (see discover). Returns the new task; you hear of its progress and result in your inbox. '
+      + 'Say what you expect back with expected_outputs.',
+      input: { to: z.string().min(1).describe('The receiving agent\'s id.'), ...handoffShape,
+        capabilities: z.array(z.string()).optional().describe('Capabilities the receiver must hold.') },
+      run: async ({ to, capabilities, ...args }) => {
+        const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities });
+        return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
+      },
+    }),
+    defineTool({
+      name: 'broadcast',
+      title: 'Offer a task to any capable agent',
+      description: 'Offers a task to whichever online agent holding the capabilities claims it first. Use it when any qualified agent will do.',
+      input: { capabilities: z.array(z.string().min(1)).min(1).describe('Capabilities the taker must hold, e.g. ["review"].'), ...handoffShape },
+      run: async ({ capabilities, ...args }) => {
+        const task = await client.broadcast({ ...(await handoffInput(args)), requiredCapabilities: capabilities });
+        return ok(`Offered to any agent with ${capabilities.join(', ')}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
+      },
+    }),
+  ];
+}
 
-  tool('handoff', 'Hand a task to an agent',
-    'Hands a task to one agent by id (see discover). Returns the new task; you hear of its progress and result in your inbox. '
-    + 'Say what you expect back with expected_outputs.',
-    { to: z.string().min(1).describe('The receiving agent\'s id.'), ...handoffShape,
-      capabilities: z.array(z.string()).optional().describe('Capabilities the receiver must hold.') },
-    async ({ to, capabilities, ...args }) => {
-      const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities });
-      return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
-    });
+/** Seeing work. */
+function seeingWork(agent: McpAgent): Tool[] {
+  const { client } = agent;
+  return [
+    defineTool({
+      name: 'list_tasks',
+      title: 'List tasks',
+      description: 'Lists tasks: "mine" (addressed to or held by you, the default: the open ones unless status names others), '
+      + '"sent" (by you), "claimable" (pending, for you or anyone) or "all" you can see.',
+      input: {
+        box: z.enum(['mine', 'sent', 'claimable', 'all']).optional(),
+        status: z.array(TaskStatus).optional().describe('Only these statuses, e.g. ["completed","failed"] for what you finished.'),
+        limit: z.number().int().min(1).max(500).optional(),
+      },
+      annotations: { readOnlyHint: true },
+      run: async ({ box = 'mine', status, limit }) => {
+        // Your own tasks default to the open ones, as `baton tasks` does: listed highest priority first,
+        // then oldest, finished work would crowd them out, and finding it reads the whole table.
+        const statuses = status ?? (box === 'mine' ? [...openStatuses] : undefined);
+        const tasks = await client.listTasks({ box: box === 'claimable' ? 'pending' : box, status: statuses, limit });
+        agent.remember(tasks);
+        return ok(tasks.length ? tasks.map(taskLine).join('\n') : 'No tasks.', { tasks: tasks.map(forModel) });
+      },
+    }),
+    defineTool({
+      name: 'show_task',
+      title: 'Show a task',
+      description: 'Shows one task in full: its payload, expected outputs, result, history of status changes, its message thread, its artifacts, '
+      + 'and the tasks it waited for with their results.',
+      input: { task: taskRef },
+      annotations: { readOnlyHint: true },
+      run: async ({ task }) => {
+        const shown = await agent.showTask(await agent.resolve(task));
+        const text = [taskLine(shown.task as Task), shown.task.description ?? '',
+          ...shown.thread.map((m) => `  ${m.from_agent}: ${messageText(m)}`),
+          shown.artifacts.length ? `Artifacts: ${shown.artifacts.map((a) => a.name).join(', ')}` : ''].filter(Boolean).join('\n');
+        return ok(text, shown);
+      },
+    }),
+    defineTool({
+      name: 'chain',
+      title: 'Show a task\'s chain',
+      description: 'Shows the whole chain a task belongs to: who handed what to whom, statuses, results and outputs, as a tree.',
+      input: { task: taskRef },
+      annotations: { readOnlyHint: true },
+      run: async ({ task }) => {
+        const rows = await client.chain(await agent.resolve(task));
+        return ok(lineageTree(rows), { chain: rows });
+      },
+    }),
+  ];
+}
 
-  tool('broadcast', 'Offer a task to any capable agent',
-    'Offers a task to whichever online agent holding the capabilities claims it first. Use it when any qualified agent will do.',
-    { capabilities: z.array(z.string().min(1)).min(1).describe('Capabilities the taker must hold, e.g. ["review"].'), ...handoffShape },
-    async ({ capabilities, ...args }) => {
-      const task = await client.broadcast({ ...(await handoffInput(args)), requiredCapabilities: capabilities });
-      return ok(`Offered to any agent with ${capabilities.join(', ')}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
-    });
+/** Claiming work, and the exchange with the sender while it runs. */
+function claimingWork(agent: McpAgent): Tool[] {
+  const { client } = agent;
+  return [
+    defineTool({
+      name: 'claim',
+      title: 'Claim a task',
+      description: 'Claims a task and starts it (unless start is false): name it by id, or leave task out to claim the next one for you '
+      + '(addressed to you first, then offers you can do). Claimed tasks are yours to work on, report progress on, and complete or fail.',
+      input: {
+        task: taskRef.optional(),
+        capabilities: z.array(z.string()).optional().describe('Without task: only tasks requiring these capabilities.'),
+        limit: z.number().int().min(1).max(50).optional().describe('Without task: claim up to this many (default 1).'),
+        start: z.boolean().optional().describe('Start at once (default true); false leaves it claimed.'),
+      },
+      run: async ({ task, capabilities, limit, start = true }) => {
+        const claimed = task ? [await client.claim(await agent.resolve(task), { start })] : await client.claimNext({ capabilities, limit: limit ?? 1, start });
+        agent.remember(claimed);
+        return ok(claimed.length ? claimed.map((t) => `Claimed ${taskLine(t)}`).join('\n') : 'Nothing to claim right now.',
+          { tasks: claimed.map(forModel) });
+      },
+    }),
+    defineTool({
+      name: 'start',
+      title: 'Start a claimed task',
+      description: 'Starts a task you claimed with start: false.',
+      input: { task: taskRef },
+      run: (args) => withClaim(agent, 'Started', (id, token) => client.start(id, token))(args),
+    }),
+    defineTool({
+      name: 'progress',
+      title: 'Report progress',
+      description: 'Tells the sender how far along you are on a task you hold; it keeps your claim alive.',
+      input: { task: taskRef, message: z.string().min(1).describe('What you did or are doing.'), percent: z.number().int().min(0).max(100).optional() },
+      run: async ({ task, message, percent }) => {
+        const done = await client.progress(await agent.resolve(task), message, percent);
+        return ok(`Progress on ${taskLine(done)}: ${message}`, { task: forModel(done) });
+      },
+    }),
+    defineTool({
+      name: 'ask',
+      title: 'Ask the sender a question',
+      description: 'Asks the sender of a task you hold a question; the task waits in input_required until they answer (you see it in your inbox).',
+      input: { task: taskRef, question: z.string().min(1) },
+      run: async ({ task, question }) => {
+        const done = await client.ask(await agent.resolve(task), question);
+        return ok(`Asked about ${taskLine(done)}`, { task: forModel(done) });
+      },
+    }),
+    defineTool({
+      name: 'answer',
+      title: 'Answer a question',
+      description: 'Answers the question on a task you sent; the task resumes.',
+      input: { task: taskRef, answer: z.string().min(1) },
+      run: async ({ task, answer }) => {
+        const done = await client.answer(await agent.resolve(task), answer);
+        return ok(`Answered ${taskLine(done)}`, { task: forModel(done) });
+      },
+    }),
+  ];
+}
 
-  // --- Seeing work -----------------------------------------------------------------------------------
+/** Reporting how the work ended. */
+function reportingWork(agent: McpAgent): Tool[] {
+  const { client } = agent;
+  return [
+    defineTool({
+      name: 'complete',
+      title: 'Complete a task',
+      description: 'Completes a task you hold, with a result and its artifacts. Attach every required expected output (show_task lists them); '
+      + 'status "partial" says you did part of it. follow_up hands the next step to another agent in the same call.',
+      input: {
+        task: taskRef,
+        summary: z.string().optional().describe('What you did and found, in a sentence or two.'),
+        status: z.enum(['success', 'partial']).optional().describe('success (default) or partial.'),
+        artifacts: z.array(ArtifactGiven).optional().describe('Files you produced: each by text, base64 or path.'),
+        metrics: JsonObject.optional().describe('Numbers worth keeping, e.g. {"tests_passed": 12}.'),
+        data: JsonObject.optional().describe('Any structured result beyond the summary.'),
+        follow_up: z.object({
+          to: z.string().optional().describe('The agent to hand the next step to.'),
+          capability: z.string().optional().describe('Or: any agent with this capability.'),
+          title: z.string().min(1),
+          reason: z.string().optional(),
+          payload: JsonObject.optional(),
+          expected_outputs: z.array(ExpectedOutput).optional(),
+        }).optional().describe('The next step, handed on with this task\'s outputs as its inputs.'),
+      },
+      annotations: { destructiveHint: false },
+      run: async ({ task, summary, status = 'success', artifacts = [], metrics, data, follow_up }) => {
+        const id = await agent.resolve(task);
+        const token = await agent.claimTokenOf(id);
+        const held = await client.getTask(id);
+        for (const given of artifacts) {
+          await client.attachArtifact(id, given.name, readGiven(given, agent.allowPaths), { mediaType: given.media_type, task: held });
+        }
+        const { to: followTo, ...followRest } = follow_up ?? { to: undefined };
+        const result: TaskResult = {
+          status, ...(summary === undefined ? {} : { summary }), ...(metrics ? { metrics } : {}), ...(data ? { data } : {}),
+          ...(artifacts.length ? { artifacts: artifacts.map((a) => ({ name: a.name })) } : {}),
+          ...(follow_up ? { handoff: { ...followRest, ...(followTo ? { to_agent: followTo } : {}) } } : {}),
+        };
+        const done = await client.complete(id, token, result);
+        agent.forget(id);
+        return ok(`Completed ${taskLine(done)}${artifacts.length ? ` with ${artifacts.map((a) => a.name).join(', ')}` : ''}`, { task: forModel(done) });
+      },
+    }),
+    defineTool({
+      name: 'fail',
+      title: 'Fail a task',
+      description: 'Reports that a task you hold failed, with the error. With retry, it goes back to pending while attempts remain.',
+      input: { task: taskRef, error: z.string().min(1), retry: z.boolean().optional() },
+      run: ({ task, error, retry }) => withClaim(agent, 'Failed', (id, token) => client.fail(id, token, error, { retry }))({ task }),
+    }),
+    defineTool({
+      name: 'release',
+      title: 'Give a task back',
+      description: 'Gives a task you hold back to pending for someone else (the attempt does not count). Use it when you cannot do it now.',
+      input: { task: taskRef, reason: z.string().optional() },
+      run: ({ task, reason: why }) => withClaim(agent, 'Released', (id, token) => client.release(id, token, why))({ task }),
+    }),
+    defineTool({
+      name: 'reject',
+      title: 'Decline a task',
+      description: 'Declines a pending task addressed to you, with the reason (e.g. outside your capabilities).',
+      input: { task: taskRef, reason },
+      run: async ({ task, reason: why }) => {
+        const done = await client.reject(await agent.resolve(task), why);
+        return ok(`Rejected ${taskLine(done)}`, { task: forModel(done) });
+      },
+    }),
+  ];
+}
 
-  tool('list_tasks', 'List tasks',
-    'Lists tasks: "mine" (addressed to or held by you, the default: the open ones unless status names others), '
-    + '"sent" (by you), "claimable" (pending, for you or anyone) or "all" you can see.',
-    {
-      box: z.enum(['mine', 'sent', 'claimable', 'all']).optional(),
-      status: z.array(TaskStatus).optional().describe('Only these statuses, e.g. ["completed","failed"] for what you finished.'),
-      limit: z.number().int().min(1).max(500).optional(),
-    },
-    async ({ box = 'mine', status, limit }) => {
-      // Your own tasks default to the open ones, as `baton tasks` does: listed highest priority first,
-      // then oldest, finished work would crowd them out, and finding it reads the whole table.
-      const statuses = status ?? (box === 'mine' ? [...openStatuses] : undefined);
-      const tasks = await client.listTasks({ box: box === 'claimable' ? 'pending' : box, status: statuses, limit });
-      agent.remember(tasks);
-      return ok(tasks.length ? tasks.map(taskLine).join('\n') : 'No tasks.', { tasks: tasks.map(forModel) });
-    }, { readOnlyHint: true });
+/** What the sender of a task may do with it. */
+function sendersWork(agent: McpAgent): Tool[] {
+  const { client } = agent;
+  return [
+    defineTool({
+      name: 'cancel',
+      title: 'Withdraw a task you sent',
+      description: 'Cancels a task you sent that is not final; its holder is told.',
+      input: { task: taskRef, reason: z.string().optional() },
+      annotations: { destructiveHint: true },
+      run: async ({ task, reason: why }) => {
+        const done = await client.cancel(await agent.resolve(task), why);
+        return ok(`Cancelled ${taskLine(done)}`, { task: forModel(done) });
+      },
+    }),
+    defineTool({
+      name: 'reassign',
+      title: 'Give a task you sent to another agent',
+      description: 'Moves a task you sent to another agent (noted in its history).',
+      input: { task: taskRef, to: z.string().min(1), reason: z.string().optional() },
+      run: async ({ task, to, reason: why }) => {
+        const done = await client.reassign(await agent.resolve(task), to, why);
+        return ok(`Reassigned ${taskLine(done)} to ${to}`, { task: forModel(done) });
+      },
+    }),
+    defineTool({
+      name: 'retry',
+      title: 'Retry a failed task you sent',
+      description: 'Hands the work of a failed task you sent off again, as a new task linked to the old one (one open retry at a time). '
+      + 'list_tasks with box "sent" and status ["failed"] shows your failed tasks.',
+      input: { task: taskRef },
+      run: async ({ task }) => {
+        const again = await client.retry(await agent.resolve(task));
+        return ok(`Retried as ${taskLine(again)} (id ${again.id})`, { task: forModel(again) });
+      },
+    }),
+    defineTool({
+      name: 'fan_out',
+      title: 'Split a task into parallel sub-tasks with a join',
+      description: 'From a task you hold (or sent), hands off several sub-tasks at once and a join task that waits for them: '
+      + '"first" (the first success wins and the others are cancelled), "all" (every result), or "judge" (an agent with the '
+      + 'judging capability gets every result). First and all joins come back to you; the join\'s result gathers the sub-tasks\'.',
+      input: {
+        task: taskRef.describe('The task the sub-tasks are part of (one you hold or sent).'),
+        subtasks: z.array(z.object({
+          title: z.string().min(1),
+          to: z.string().optional().describe('The agent to do it; or leave out and give capabilities.'),
+          capabilities: z.array(z.string()).optional().describe('Any agent with these may take it.'),
+          description: z.string().optional(),
+          payload: JsonObject.optional(),
+          expected_outputs: z.array(ExpectedOutput).optional(),
+        })).min(1).max(100),
+        join: z.enum(['first', 'all', 'judge']).describe('How the results come together.'),
+        judge_capability: z.string().optional().describe('For judge: the capability of the agents that may judge (default "judge").'),
+        join_title: z.string().optional(),
+      },
+      run: async ({ task, subtasks, join, judge_capability, join_title }) => {
+        const made = await client.fanOut(await agent.resolve(task), subtasks.map((s) => ({
+          title: s.title, to: s.to, requiredCapabilities: s.capabilities, description: s.description, payload: s.payload, expectedOutputs: s.expected_outputs,
+        })), { mode: join, capability: judge_capability, title: join_title });
+        return ok(`Handed off ${made.tasks.length} sub-task(s); the ${join} join is ${shortId(made.join)} (id ${made.join}).`, made);
+      },
+    }),
+  ];
+}
 
-  tool('show_task', 'Show a task',
-    'Shows one task in full: its payload, expected outputs, result, history of status changes, its message thread, its artifacts, '
-    + 'and the tasks it waited for with their results.',
-    { task: taskRef },
-    async ({ task }) => {
-      const shown = await agent.showTask(await agent.resolve(task));
-      const text = [taskLine(shown.task as Task), shown.task.description ?? '',
-        ...shown.thread.map((m) => `  ${m.from_agent}: ${messageText(m)}`),
-        shown.artifacts.length ? `Artifacts: ${shown.artifacts.map((a) => a.name).join(', ')}` : ''].filter(Boolean).join('\n');
-      return ok(text, shown);
-    }, { readOnlyHint: true });
-
-  tool('chain', 'Show a task\'s chain',
-    'Shows the whole chain a task belongs to: who handed what to whom, statuses, results and outputs, as a tree.',
-    { task: taskRef },
-    async ({ task }) => {
-      const rows = await client.chain(await agent.resolve(task));
-      return ok(lineageTree(rows), { chain: rows });
-    }, { readOnlyHint: true });
-
-  // --- Doing the work --------------------------------------------------------------------------------
-
-  tool('claim', 'Claim a task',
-    'Claims a task and starts it (unless start is false): name it by id, or leave task out to claim the next one for you '
-    + '(addressed to you first, then offers you can do). Claimed tasks are yours to work on, report progress on, and complete or fail.',
-    {
-      task: taskRef.optional(),
-      capabilities: z.array(z.string()).optional().describe('Without task: only tasks requiring these capabilities.'),
-      limit: z.number().int().min(1).max(50).optional().describe('Without task: claim up to this many (default 1).'),
-      start: z.boolean().optional().describe('Start at once (default true); false leaves it claimed.'),
-    },
-    async ({ task, capabilities, limit, start = true }) => {
-      const claimed = task ? [await client.claim(await agent.resolve(task), { start })] : await client.claimNext({ capabilities, limit: limit ?? 1, start });
-      agent.remember(claimed);
-      return ok(claimed.length ? claimed.map((t) => `Claimed ${taskLine(t)}`).join('\n') : 'Nothing to claim right now.',
-        { tasks: claimed.map(forModel) });
-    });
-
-  const withClaim = (verb: string, act: (id: string, token: string) => Promise<Task>) => async ({ task }: { task: string }) => {
-    const id = await agent.resolve(task);
-    const done = await act(id, await agent.claimTokenOf(id));
-    if (done.status === 'pending' || finalStatuses.includes(done.status)) agent.forget(id);
-    return ok(`${verb} ${taskLine(done)}`, { task: forModel(done) });
-  };
-
-  tool('start', 'Start a claimed task', 'Starts a task you claimed with start: false.', { task: taskRef },
-    (args) => withClaim('Started', (id, token) => client.start(id, token))(args));
-
-  tool('progress', 'Report progress',
-    'Tells the sender how far along you are on a task you hold; it keeps your claim alive.',
-    { task: taskRef, message: z.string().min(1).describe('What you did or are doing.'), percent: z.number().int().min(0).max(100).optional() },
-    async ({ task, message, percent }) => {
-      const done = await client.progress(await agent.resolve(task), message, percent);
-      return ok(`Progress on ${taskLine(done)}: ${message}`, { task: forModel(done) });
-    });
-
-  tool('ask', 'Ask the sender a question',
-    'Asks the sender of a task you hold a question; the task waits in input_required until they answer (you see it in your inbox).',
-    { task: taskRef, question: z.string().min(1) },
-    async ({ task, question }) => {
-      const done = await client.ask(await agent.resolve(task), question);
-      return ok(`Asked about ${taskLine(done)}`, { task: forModel(done) });
-    });
-
-  tool('answer', 'Answer a question',
-    'Answers the question on a task you sent; the task resumes.',
-    { task: taskRef, answer: z.string().min(1) },
-    async ({ task, answer }) => {
-      const done = await client.answer(await agent.resolve(task), answer);
-      return ok(`Answered ${taskLine(done)}`, { task: forModel(done) });
-    });
-
-  tool('complete', 'Complete a task',
-    'Completes a task you hold, with a result and its artifacts. Attach every required expected output (show_task lists them); '
-    + 'status "partial" says you did part of it. follow_up hands the next step to another agent in the same call.',
-    {
-      task: taskRef,
-      summary: z.string().optional().describe('What you did and found, in a sentence or two.'),
-      status: z.enum(['success', 'partial']).optional().describe('success (default) or partial.'),
-      artifacts: z.array(ArtifactGiven).optional().describe('Files you produced: each by text, base64 or path.'),
-      metrics: JsonObject.optional().describe('Numbers worth keeping, e.g. {"tests_passed": 12}.'),
-      data: JsonObject.optional().describe('Any structured result beyond the summary.'),
-      follow_up: z.object({
-        to: z.string().optional().describe('The agent to hand the next step to.'),
-        capability: z.string().optional().describe('Or: any agent with this capability.'),
-        title: z.string().min(1),
-        reason: z.string().optional(),
-        payload: JsonObject.optional(),
-        expected_outputs: z.array(ExpectedOutput).optional(),
-      }).optional().describe('The next step, handed on with this task\'s outputs as its inputs.'),
-    },
-    async ({ task, summary, status = 'success', artifacts = [], metrics, data, follow_up }) => {
-      const id = await agent.resolve(task);
-      const token = await agent.claimTokenOf(id);
-      const held = await client.getTask(id);
-      for (const given of artifacts) {
-        await client.attachArtifact(id, given.name, readGiven(given, agent.allowPaths), { mediaType: given.media_type, task: held });
-      }
-      const { to: followTo, ...followRest } = follow_up ?? { to: undefined };
-      const result: TaskResult = {
-        status, ...(summary === undefined ? {} : { summary }), ...(metrics ? { metrics } : {}), ...(data ? { data } : {}),
-        ...(artifacts.length ? { artifacts: artifacts.map((a) => ({ name: a.name })) } : {}),
-        ...(follow_up ? { handoff: { ...followRest, ...(followTo ? { to_agent: followTo } : {}) } } : {}),
-      };
-      const done = await client.complete(id, token, result);
-      agent.forget(id);
-      return ok(`Completed ${taskLine(done)}${artifacts.length ? ` with ${artifacts.map((a) => a.name).join(', ')}` : ''}`, { task: forModel(done) });
-    }, { destructiveHint: false });
-
-  tool('fail', 'Fail a task',
-    'Reports that a task you hold failed, with the error. With retry, it goes back to pending while attempts remain.',
-    { task: taskRef, error: z.string().min(1), retry: z.boolean().optional() },
-    ({ task, error, retry }) => withClaim('Failed', (id, token) => client.fail(id, token, error, { retry }))({ task }));
-
-  tool('release', 'Give a task back',
-    'Gives a task you hold back to pending for someone else (the attempt does not count). Use it when you cannot do it now.',
-    { task: taskRef, reason: z.string().optional() },
-    ({ task, reason: why }) => withClaim('Released', (id, token) => client.release(id, token, why))({ task }));
-
-  tool('reject', 'Decline a task',
-    'Declines a pending task addressed to you, with the reason (e.g. outside your capabilities).',
-    { task: taskRef, reason },
-    async ({ task, reason: why }) => {
-      const done = await client.reject(await agent.resolve(task), why);
-      return ok(`Rejected ${taskLine(done)}`, { task: forModel(done) });
-    });
-
-  tool('cancel', 'Withdraw a task you sent', 'Cancels a task you sent that is not final; its holder is told.',
-    { task: taskRef, reason: z.string().optional() },
-    async ({ task, reason: why }) => {
-      const done = await client.cancel(await agent.resolve(task), why);
-      return ok(`Cancelled ${taskLine(done)}`, { task: forModel(done) });
-    }, { destructiveHint: true });
-
-  tool('reassign', 'Give a task you sent to another agent', 'Moves a task you sent to another agent (noted in its history).',
-    { task: taskRef, to: z.string().min(1), reason: z.string().optional() },
-    async ({ task, to, reason: why }) => {
-      const done = await client.reassign(await agent.resolve(task), to, why);
-      return ok(`Reassigned ${taskLine(done)} to ${to}`, { task: forModel(done) });
-    });
-
-  tool('retry', 'Retry a failed task you sent',
-    'Hands the work of a failed task you sent off again, as a new task linked to the old one (one open retry at a time). '
-    + 'list_tasks with box "sent" and status ["failed"] shows your failed tasks.',
-    { task: taskRef },
-    async ({ task }) => {
-      const again = await client.retry(await agent.resolve(task));
-      return ok(`Retried as ${taskLine(again)} (id ${again.id})`, { task: forModel(again) });
-    });
-
-  tool('fan_out', 'Split a task into parallel sub-tasks with a join',
-    'From a task you hold (or sent), hands off several sub-tasks at once and a join task that waits for them: '
-    + '"first" (the first success wins and the others are cancelled), "all" (every result), or "judge" (an agent with the '
-    + 'judging capability gets every result). First and all joins come back to you; the join\'s result gathers the sub-tasks\'.',
-    {
-      task: taskRef.describe('The task the sub-tasks are part of (one you hold or sent).'),
-      subtasks: z.array(z.object({
-        title: z.string().min(1),
-        to: z.string().optional().describe('The agent to do it; or leave out and give capabilities.'),
-        capabilities: z.array(z.string()).optional().describe('Any agent with these may take it.'),
-        description: z.string().optional(),
-        payload: JsonObject.optional(),
-        expected_outputs: z.array(ExpectedOutput).optional(),
-      })).min(1).max(100),
-      join: z.enum(['first', 'all', 'judge']).describe('How the results come together.'),
-      judge_capability: z.string().optional().describe('For judge: the capability of the agents that may judge (default "judge").'),
-      join_title: z.string().optional(),
-    },
-    async ({ task, subtasks, join, judge_capability, join_title }) => {
-      const made = await client.fanOut(await agent.resolve(task), subtasks.map((s) => ({
-        title: s.title, to: s.to, requiredCapabilities: s.capabilities, description: s.description, payload: s.payload, expectedOutputs: s.expected_outputs,
-      })), { mode: join, capability: judge_capability, title: join_title });
-      return ok(`Handed off ${made.tasks.length} sub-task(s); the ${join} join is ${shortId(made.join)} (id ${made.join}).`, made);
-    });
-
-  // --- Messages and artifacts ------------------------------------------------------------------------
-
-  tool('message', 'Send a message',
-    'Sends a message to one agent, or to everyone when to is left out; with task, it joins that task\'s thread.',
-    { to: z.string().optional(), text: z.string().min(1), task: taskRef.optional() },
-    async ({ to, text, task }) => {
-      const sent = await client.send({ to: to ?? null, body: { text }, taskId: task ? await agent.resolve(task) : undefined });
-      return ok(`Sent to ${to ?? 'everyone'}.`, { message: sent });
-    });
-
-  tool('inbox', 'Read your inbox',
-    'Messages to you and to everyone, newest first (progress, questions, answers, results of tasks you sent), and the tasks waiting '
-    + 'for you. Marks the direct messages it shows as read.',
-    { unread: z.boolean().optional().describe('Only unread messages to you.'), task: taskRef.optional(), limit: z.number().int().min(1).max(200).optional() },
-    async ({ unread, task, limit = 50 }) => {
-      const taskId = task ? await agent.resolve(task) : undefined;
-      const [messages, waiting] = await Promise.all([
-        client.messages({ unread, taskId, limit }),
-        client.listTasks({ box: 'mine', status: ['pending'], limit: 100 }),
-      ]);
-      const toMark = messages.filter((m) => m.to_agent === client.agentId && !m.read_at).map((m) => m.id);
-      if (toMark.length) await client.markRead(toMark);
-      const text = [
-        waiting.length ? `Waiting for you:\n${waiting.map(taskLine).join('\n')}` : 'No task is waiting for you.',
-        messages.length ? `Messages:\n${messages.map((m) => `${m.from_agent}${m.task_id ? ` on ${shortId(m.task_id)}` : ''}: ${messageText(m)}`).join('\n')}` : 'No messages.',
-      ].join('\n\n');
-      return ok(text, { waiting: waiting.map(forModel), messages });
-    });
-
-  tool('artifact_get', 'Read an artifact',
-    'Reads an artifact of a task you can see, by task and name: as text (JSON parsed too) or as base64 for binary content.',
-    { task: taskRef, name: z.string().min(1), as: z.enum(['text', 'base64']).optional() },
-    async ({ task, name, as }) => {
-      const artifact = await client.artifact(await agent.resolve(task), name);
-      const { content: _bytes, text: _text, json, ...meta } = artifact;
-      if (!artifact.content) return ok(`${name} is stored elsewhere: ${artifact.uri}`, { artifact: meta });
-      const binary = as === 'base64' || (as === undefined && !isTextual(artifact.media_type, artifact.content));
-      const body = binary ? artifact.content.toString('base64') : artifact.text();
-      return ok(binary ? `${name} (${artifact.media_type}, ${artifact.content.length} bytes, base64 in structured content)` : body, { artifact: meta, ...(binary ? { base64: body } : { text: body }), ...(json === undefined ? {} : { json }) });
-    }, { readOnlyHint: true });
+/** Messages and artifacts. */
+function messagesAndArtifacts(agent: McpAgent): Tool[] {
+  const { client } = agent;
+  return [
+    defineTool({
+      name: 'message',
+      title: 'Send a message',
+      description: 'Sends a message to one agent, or to everyone when to is left out; with task, it joins that task\'s thread.',
+      input: { to: z.string().optional(), text: z.string().min(1), task: taskRef.optional() },
+      run: async ({ to, text, task }) => {
+        const sent = await client.send({ to: to ?? null, body: { text }, taskId: task ? await agent.resolve(task) : undefined });
+        return ok(`Sent to ${to ?? 'everyone'}.`, { message: sent });
+      },
+    }),
+    defineTool({
+      name: 'inbox',
+      title: 'Read your inbox',
+      description: 'Messages to you and to everyone, newest first (progress, questions, answers, results of tasks you sent), and the tasks waiting '
+      + 'for you. Marks the direct messages it shows as read.',
+      input: { unread: z.boolean().optional().describe('Only unread messages to you.'), task: taskRef.optional(), limit: z.number().int().min(1).max(200).optional() },
+      run: async ({ unread, task, limit = 50 }) => {
+        const taskId = task ? await agent.resolve(task) : undefined;
+        const [messages, waiting] = await Promise.all([
+          client.messages({ unread, taskId, limit }),
+          client.listTasks({ box: 'mine', status: ['pending'], limit: 100 }),
+        ]);
+        const toMark = messages.filter((m) => m.to_agent === client.agentId && !m.read_at).map((m) => m.id);
+        if (toMark.length) await client.markRead(toMark);
+        const text = [
+          waiting.length ? `Waiting for you:\n${waiting.map(taskLine).join('\n')}` : 'No task is waiting for you.',
+          messages.length ? `Messages:\n${messages.map((m) => `${m.from_agent}${m.task_id ? ` on ${shortId(m.task_id)}` : ''}: ${messageText(m)}`).join('\n')}` : 'No messages.',
+        ].join('\n\n');
+        return ok(text, { waiting: waiting.map(forModel), messages });
+      },
+    }),
+    defineTool({
+      name: 'artifact_get',
+      title: 'Read an artifact',
+      description: 'Reads an artifact of a task you can see, by task and name: as text (JSON parsed too) or as base64 for binary content.',
+      input: { task: taskRef, name: z.string().min(1), as: z.enum(['text', 'base64']).optional() },
+      annotations: { readOnlyHint: true },
+      run: async ({ task, name, as }) => {
+        const artifact = await client.artifact(await agent.resolve(task), name);
+        const { content: _bytes, text: _text, json, ...meta } = artifact;
+        if (!artifact.content) return ok(`${name} is stored elsewhere: ${artifact.uri}`, { artifact: meta });
+        const binary = as === 'base64' || (as === undefined && !isTextual(artifact.media_type, artifact.content));
+        const body = binary ? artifact.content.toString('base64') : artifact.text();
+        return ok(binary ? `${name} (${artifact.media_type}, ${artifact.content.length} bytes, base64 in structured content)` : body, { artifact: meta, ...(binary ? { base64: body } : { text: body }), ...(json === undefined ? {} : { json }) });
+      },
+    }),
+  ];
 }

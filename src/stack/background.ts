@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { processSettings } from '../config.js';
 import { assertReachableByPostgres, StackError, stackPaths } from './paths.js';
 import { assertPortFree } from './ports.js';
 import pg from 'pg';
@@ -88,7 +89,7 @@ export async function startInBackground(
   const child = spawn(
     process.execPath,
     [cliEntry, 'stack', 'serve', '--dir', dir, '--api-host', apiHost, '--api-port', String(apiPort), '--db-port', String(dbPort)],
-    { detached: true, stdio: ['ignore', out, out], env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' } },
+    { detached: true, stdio: ['ignore', out, out], env: { ...process.env, LOG_LEVEL: processSettings.logLevel('info') } },
   );
   fs.closeSync(out);
   let exited: number | null = null;

@@ -2,8 +2,9 @@ import type { Command } from 'commander';
 import type { Agent } from '../../schemas.js';
 import { adminClient, assertNewEnvFile, configOf, writeAgentEnvFile } from '../context.js';
 import { every, expiresIn, list } from '../inputs.js';
-import { rhythmOf } from '../render.js';
-import { ago, emit, fields, table } from '../output.js';
+import { rhythmOf } from '../../text/render.js';
+import { emit } from '../output.js';
+import { ago, fields, table } from '../../text/format.js';
 import { registerDaemon } from './daemon.js';
 
 function agentDetail(agent: Agent): string {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { agentClient, configOf } from '../context.js';
 import { emit } from '../output.js';
-import { artifactTable, bytes, lineageTree } from '../render.js';
+import { artifactTable, bytes, lineageTree } from '../../text/render.js';
 
 export function registerArtifacts(program: Command): void {
   program.command('artifacts <task>')

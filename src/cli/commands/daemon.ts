@@ -5,7 +5,8 @@ import { createLogger } from '../../logger.js';
 import type { BatonConfig } from '../../config.js';
 import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
-import { emit, fields } from '../output.js';
+import { emit } from '../output.js';
+import { fields } from '../../text/format.js';
 import { every, list } from '../inputs.js';
 
 interface DaemonFlags {

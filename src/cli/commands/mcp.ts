@@ -1,5 +1,6 @@
 /** `baton mcp`: the agent's actions as a Model Context Protocol server over stdio. */
 import type { Command } from 'commander';
+import { processSettings } from '../../config.js';
 import { createLogger } from '../../logger.js';
 import { agentClient, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
@@ -28,7 +29,7 @@ In an MCP host's configuration:
       // The MCP SDK and the server load only when the command runs: `baton --help` and the other commands skip them.
       const [{ StdioServerTransport }, { createBatonMcp }] = await Promise.all([
         import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../mcp/server.js')]);
-      const log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: false });
+      const log = createLogger({ level: processSettings.logLevel('warn'), pretty: false });
       const mcp = createBatonMcp(client, { version, log, push: opts.push, pollSeconds: opts.poll, allowPaths: opts.paths });
       const transport = new StdioServerTransport();
       await mcp.server.connect(transport);

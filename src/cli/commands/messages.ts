@@ -4,7 +4,7 @@ import { agentClient, configOf, withBeat } from '../context.js';
 import { usageError } from '../exit.js';
 import { wholeNumber } from '../inputs.js';
 import { emit } from '../output.js';
-import { messageTable, shortId } from '../render.js';
+import { messageTable, shortId } from '../../text/render.js';
 
 export function registerMessages(program: Command): void {
   program.command('message [agent] [text]')

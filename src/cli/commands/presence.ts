@@ -3,8 +3,9 @@ import type { Command } from 'commander';
 import { agentClient, checkApi, configOf, withBeat } from '../context.js';
 import { ExitError, exitCodes } from '../exit.js';
 import { every, list } from '../inputs.js';
-import { emit, table } from '../output.js';
-import { presenceTable, rhythmOf, shortId } from '../render.js';
+import { emit } from '../output.js';
+import { table } from '../../text/format.js';
+import { presenceTable, rhythmOf, shortId } from '../../text/render.js';
 
 export function registerPresence(program: Command): void {
   program.command('discover')

@@ -5,7 +5,8 @@ import { stackPaths } from '../../stack/paths.js';
 import { readRuntime, readSecrets, stackEnv } from '../../stack/state.js';
 import { cliEntry, configOf } from '../context.js';
 import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
-import { emit, fields } from '../output.js';
+import { emit } from '../output.js';
+import { fields } from '../../text/format.js';
 
 export function registerStack(program: Command): void {
   const stack = program.command('stack').description('run the embedded Supabase-compatible stack (Postgres, PostgREST, gateway)');

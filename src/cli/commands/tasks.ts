@@ -6,7 +6,7 @@ import { agentClient, configOf, withBeat } from '../context.js';
 import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
 import { ExitError, exitCodes, usageError } from '../exit.js';
 import { emit } from '../output.js';
-import { taskDetail, taskLine, taskTable } from '../render.js';
+import { taskDetail, taskLine, taskTable } from '../../text/render.js';
 
 interface TaskOptions {
   description?: string;

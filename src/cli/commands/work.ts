@@ -6,7 +6,7 @@ import { agentClient, configOf } from '../context.js';
 import { ExitError, exitCodes } from '../exit.js';
 import { collectArtifact, integer, json, list } from '../inputs.js';
 import { emit } from '../output.js';
-import { taskLine } from '../render.js';
+import { taskLine } from '../../text/render.js';
 
 type Act = (client: BatonClient, id: string, task: () => Promise<Task>) => Promise<Task>;
 

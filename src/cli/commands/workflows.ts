@@ -4,8 +4,9 @@ import type { DeadLetter, JsonObject, RecurringHandoff } from '../../schemas.js'
 import { adminClient, agentClient, configOf } from '../context.js';
 import { usageError } from '../exit.js';
 import { integer, json, list, wholeNumber } from '../inputs.js';
-import { ago, emit, table } from '../output.js';
-import { shortId, taskLine } from '../render.js';
+import { emit } from '../output.js';
+import { ago, table } from '../../text/format.js';
+import { shortId, taskLine } from '../../text/render.js';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

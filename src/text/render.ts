@@ -1,7 +1,7 @@
 /** How tasks, events and messages read at a terminal. */
 import { formatDuration, intervalSeconds } from '../durations.js';
 import type { Agent, AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
-import { ago, fields, paint, table } from './output.js';
+import { ago, fields, paint, table } from './format.js';
 
 export const shortId = (id: string) => id.slice(0, 8);
 
