@@ -14,7 +14,7 @@ import { BatonClient, createBatonClient } from '../client/agent.js';
 import { isUnavailable } from '../errors.js';
 import { silentLogger } from '../logger.js';
 import { finalStatuses, type AgentPresence, type Task, type TaskStatus } from '../schemas.js';
-import { agentDefaults, checkSchedule, schedulePeriodSeconds, type AgentOptions } from './options.js';
+import { agentDefaults, checkSchedule, type AgentOptions } from './options.js';
 import { Bell } from './bell.js';
 import { OutcomeBatcher } from './outcomes.js';
 import { agentTopics, PushListener } from './push.js';
@@ -28,9 +28,6 @@ interface Running {
   /** Its outcome is on its way: it will not report again, and its slot frees with that report. */
   reported: boolean;
 }
-
-/** The longest rhythm the database accepts (baton_private.tg_agents__heard_from). */
-const maxEverySeconds = 7 * 86_400;
 
 export type { AgentOptions };
 
@@ -276,13 +273,8 @@ export class BatonAgent {
     );
   }
 
-  /** Writes the agent's own row; its max_concurrent (set here or by an operator) is the capacity. */
   private async register(): Promise<void> {
-    const { displayName, capabilities, skillsOffered, maxConcurrent } = this.options;
-    const pollIntervalSeconds = this.options.everySeconds
-      ?? Math.min(schedulePeriodSeconds(this.poll), schedulePeriodSeconds(this.heartbeat), maxEverySeconds);
-    const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent, pollIntervalSeconds });
-    this.profile = { capacity: row.max_concurrent, capabilities: row.capabilities };
+    this.profile = await this.upkeep.register(this.options, this.poll, this.heartbeat);
   }
 
   /** The heartbeat, then the claims of running tasks renewed (and stopped where no longer ours). */

@@ -7,12 +7,14 @@ import type { BatonClient } from '../client/agent.js';
 import { intervalSeconds } from '../durations.js';
 import { SupersededError } from '../errors.js';
 import type { AgentPresence } from '../schemas.js';
-import { agentDefaults, type AgentOptions } from './options.js';
+import { agentDefaults, schedulePeriodSeconds, type AgentOptions } from './options.js';
 
 /** A peer that wakes at least this often (seconds) is a daemon, and takes its turn at the sweep. */
 const sweeperRhythmSeconds = 60;
 /** Where pg_cron runs the sweep, how often a daemon looks whether it still does. */
 const scheduledSweepCheckMs = 10 * 60_000;
+/** The longest rhythm the database accepts (baton_private.tg_agents__heard_from). */
+const maxEverySeconds = 7 * 86_400;
 
 export class Upkeep {
   peers: AgentPresence[] = [];
@@ -30,6 +32,17 @@ export class Upkeep {
     /** A later process took over the agent: this one steps aside (stops). */
     private readonly stepAside: () => void,
   ) {}
+
+  /**
+   * Writes the agent's own row: what it is, and how often it is sure to wake (its claims survive two
+   * missed wake-ups). Its max_concurrent (set here or by an operator) is its capacity.
+   */
+  async register(options: AgentOptions, poll: string, heartbeat: string): Promise<{ capacity: number; capabilities: string[] }> {
+    const { displayName, capabilities, skillsOffered, maxConcurrent } = options;
+    const pollIntervalSeconds = options.everySeconds ?? Math.min(schedulePeriodSeconds(poll), schedulePeriodSeconds(heartbeat), maxEverySeconds);
+    const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent, pollIntervalSeconds });
+    return { capacity: row.max_concurrent, capabilities: row.capabilities };
+  }
 
   /**
    * This process starts as the agent: whatever claims an earlier process left (killed, crashed, its

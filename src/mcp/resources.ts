@@ -21,35 +21,48 @@ export interface Subscriptions {
   readonly size: number;
 }
 
-export function registerResources(server: McpServer, agent: McpAgent): Subscriptions {
-  const { client, log } = agent;
-  // --- Resources -------------------------------------------------------------------------------------
+const json = (uri: string, value: unknown): ReadResourceResult => ({ contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] });
 
-  const json = (uri: string, value: unknown): ReadResourceResult => ({ contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(value, null, 2) }] });
-  const readInbox = async () => {
-    const [waiting, messages] = await Promise.all([
-      client.listTasks({ box: 'mine', status: ['pending'], limit: 100 }),
-      client.messages({ unread: true, limit: 100 }),
-    ]);
-    return { waiting: waiting.map(forModel), unread: messages };
-  };
-  const readTasks = async () => {
-    const [mine, sent] = await Promise.all([
-      client.listTasks({ box: 'mine', status: [...openStatuses], limit: 200 }),
-      client.listTasks({ box: 'sent', status: [...openStatuses], limit: 200 }),
-    ]);
-    agent.remember(mine);
-    return { mine: mine.map(forModel), sent: sent.map(forModel) };
-  };
+/** Tasks waiting for the agent and its unread messages. */
+async function readInbox({ client }: McpAgent) {
+  const [waiting, messages] = await Promise.all([
+    client.listTasks({ box: 'mine', status: ['pending'], limit: 100 }),
+    client.messages({ unread: true, limit: 100 }),
+  ]);
+  return { waiting: waiting.map(forModel), unread: messages };
+}
+
+/** The agent's open tasks, and those it sent. */
+async function readTasks(agent: McpAgent) {
+  const [mine, sent] = await Promise.all([
+    agent.client.listTasks({ box: 'mine', status: [...openStatuses], limit: 200 }),
+    agent.client.listTasks({ box: 'sent', status: [...openStatuses], limit: 200 }),
+  ]);
+  agent.remember(mine);
+  return { mine: mine.map(forModel), sent: sent.map(forModel) };
+}
+
+/** What a subscribed resource holds now, read as it is served. */
+async function readFor(agent: McpAgent, uri: string): Promise<unknown> {
+  if (uri === INBOX_URI) return readInbox(agent);
+  if (uri === TASKS_URI) return readTasks(agent);
+  const id = uri.match(/^baton:\/\/task\/(.+)$/)?.[1];
+  if (id) return agent.showTask(await agent.resolve(id));
+  return undefined;
+}
+
+/** The resources (inbox, open tasks, a task, an artifact), the loop prompt, and subscriptions to them. */
+export function registerResources(server: McpServer, agent: McpAgent): Subscriptions {
+  const { client } = agent;
 
   server.registerResource('inbox', INBOX_URI, {
     title: 'Inbox', mimeType: 'application/json',
     description: 'Tasks waiting for you and unread messages to you. Subscribe to hear when work or a message arrives.',
-  }, async (uri) => json(uri.href, await readInbox()));
+  }, async (uri) => json(uri.href, await readInbox(agent)));
   server.registerResource('tasks', TASKS_URI, {
     title: 'Open tasks', mimeType: 'application/json',
     description: 'Your open tasks: addressed to you or held by you, and the ones you sent. Subscribe to hear when one changes.',
-  }, async (uri) => json(uri.href, await readTasks()));
+  }, async (uri) => json(uri.href, await readTasks(agent)));
   server.registerResource('task', new ResourceTemplate('baton://task/{id}', { list: undefined }), {
     title: 'A task', mimeType: 'application/json', description: 'One task with its history, thread and artifacts.',
   }, async (uri, { id }) => json(uri.href, await agent.showTask(await agent.resolve(String(id)))));
@@ -68,18 +81,13 @@ export function registerResources(server: McpServer, agent: McpAgent): Subscript
     description: 'Walks you through the protocol\'s loop: check the inbox, claim, work with progress, complete with artifacts, or ask, reject or fail with a reason.',
     argsSchema: { focus: z.string().optional().describe('What to concentrate on, e.g. a capability or a task id.') },
   }, ({ focus }) => ({ messages: [{ role: 'user', content: { type: 'text', text: loopPrompt(client.agentId, focus) } }] }));
+  return subscriptions(server, agent);
+}
 
-  // --- Subscriptions: re-read what is subscribed when work is pushed (or on a slow poll) -------------
-
+/** Subscriptions: what is subscribed is read again when work is pushed (or on a slow poll), and the host told when it changed. */
+function subscriptions(server: McpServer, agent: McpAgent): Subscriptions {
   const subscribed = new Map<string, string | undefined>(); // uri → digest of what it last read
   const digest = (value: unknown) => crypto.createHash('sha256').update(JSON.stringify(value)).digest('hex');
-  const readFor = async (uri: string): Promise<unknown> => {
-    if (uri === INBOX_URI) return readInbox();
-    if (uri === TASKS_URI) return readTasks();
-    const id = uri.match(/^baton:\/\/task\/(.+)$/)?.[1];
-    if (id) return agent.showTask(await agent.resolve(id));
-    return undefined;
-  };
   let checking: Promise<void> | undefined;
   let again = false;
   const check = (): Promise<void> => {
@@ -92,13 +100,13 @@ export function registerResources(server: McpServer, agent: McpAgent): Subscript
         again = false;
         for (const [uri, before] of subscribed) {
           try {
-            const now = digest(await readFor(uri));
+            const now = digest(await readFor(agent, uri));
             if (subscribed.has(uri) && now !== before) {
               subscribed.set(uri, now);
               await server.server.sendResourceUpdated({ uri });
             }
           } catch (err) {
-            log.warn({ err, uri }, 'could not re-read a subscribed resource');
+            agent.log.warn({ err, uri }, 'could not re-read a subscribed resource');
           }
         }
       } while (again);
@@ -106,7 +114,7 @@ export function registerResources(server: McpServer, agent: McpAgent): Subscript
     return checking;
   };
   server.server.setRequestHandler(SubscribeRequestSchema, async ({ params }) => {
-    subscribed.set(params.uri, digest(await readFor(params.uri)));
+    subscribed.set(params.uri, digest(await readFor(agent, params.uri)));
     return {};
   });
   server.server.setRequestHandler(UnsubscribeRequestSchema, async ({ params }) => {

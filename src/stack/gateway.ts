@@ -11,6 +11,7 @@
  * PostgREST; headers, bodies and time are bounded; and upstream work stops when the caller goes away.
  */
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import type { JWK } from 'jose';
 import { refuseTokenHeader, type AcceptedTokens } from '../tokens.js';
@@ -69,31 +70,110 @@ export interface GatewayKeys {
 export async function startGateway(
   { host = '127.0.0.1', port, upstreamPort, keys, realtime }: { host?: string; port: number; upstreamPort: number; keys: GatewayKeys; realtime?: RealtimeHandle },
 ): Promise<GatewayHandle> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const legacy = new Set(keys.legacy);
-  const accepted: AcceptedTokens = { kids: new Set(keys.jwks.map((k) => k.kid)), legacySecret: keys.legacySecret };
-  const jwksBody = JSON.stringify({ keys: keys.jwks });
-  const roleTokens = new Map<string, { token: Promise<string>; renewAt: number }>();
-  const roleToken = (role: 'anon' | 'service_role'): Promise<string> => {
-    const held = roleTokens.get(role);
+  const gateway = new Gateway(upstreamPort, keys, realtime);
+  return gateway.listen(host, port);
+}
+
+type Role = 'anon' | 'service_role';
+
+class Gateway {
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  private readonly legacy: Set<string>;
+  private readonly accepted: AcceptedTokens;
+  private readonly jwksBody: string;
+  private readonly roleTokens = new Map<string, { token: Promise<string>; renewAt: number }>();
+  private readonly server: http.Server;
+  /** Upgraded sockets leave the HTTP server's books, so they are kept here to close with the gateway. */
+  private readonly upgraded = new Set<Duplex>();
+
+  constructor(private readonly upstreamPort: number, private readonly keys: GatewayKeys, private readonly realtime?: RealtimeHandle) {
+    this.legacy = new Set(keys.legacy);
+    this.accepted = { kids: new Set(keys.jwks.map((k) => k.kid)), legacySecret: keys.legacySecret };
+    this.jwksBody = JSON.stringify({ keys: keys.jwks });
+    this.server = http.createServer({
+      maxHeaderSize: gatewayLimits.requestHeaderBytes,
+      requestTimeout: gatewayLimits.requestSeconds * 1000,
+      headersTimeout: Math.min(20, gatewayLimits.requestSeconds) * 1000,
+    }, (req, res) => this.request(req, res));
+    this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
+  }
+
+  async listen(host: string, port: number): Promise<GatewayHandle> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve());
+    });
+    return {
+      port: (this.server.address() as AddressInfo).port,
+      stop: () => new Promise<void>((resolve) => {
+        for (const socket of this.upgraded) socket.destroy();
+        this.server.closeAllConnections();
+        this.server.close(() => resolve());
+        this.agent.destroy();
+      }),
+    };
+  }
+
+  private request(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (url.pathname === '/health') return reply(res, 200, { status: 'ok' });
+    if (url.pathname === JWKS_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=600', 'access-control-allow-origin': '*' });
+      return void res.end(req.method === 'GET' ? this.jwksBody : undefined);
+    }
+    if (url.pathname !== REST_PREFIX && !url.pathname.startsWith(`${REST_PREFIX}/`)) {
+      return reply(res, 404, { message: `no route for ${url.pathname}; the REST API is under ${REST_PREFIX}/` });
+    }
+    // A CORS preflight carries no key; it is answered here and never costs PostgREST anything.
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, corsHeaders);
+      return void res.end();
+    }
+    this.rest(req, res, url);
+  }
+
+  /** A REST call: its API key known, its own token (if any) this project's, then on to PostgREST. */
+  private rest(req: http.IncomingMessage, res: http.ServerResponse, url: URL): void {
+    const headers = { ...req.headers };
+    const apiKey = (headers.apikey as string | undefined) ?? url.searchParams.get('apikey') ?? undefined;
+    if (!apiKey) return reply(res, 401, { message: 'No API key found in request', hint: 'Send the publishable (or anon) key as the apikey header.' });
+    const role = this.keys.opaque[apiKey];
+    if (!role && !this.legacy.has(apiKey)) return reply(res, 401, { message: 'Invalid API key', hint: 'Use the keys printed by baton stack env.' });
+    url.searchParams.delete('apikey');
+    // supabase-js sends the API key as the bearer too when it has no token of its own.
+    const own = headers.authorization && headers.authorization !== `Bearer ${apiKey}` ? headers.authorization : undefined;
+    if (own) {
+      const refused = refuseTokenHeader(own.replace(/^Bearer\s+/i, ''), this.accepted);
+      if (refused) return reply(res, 401, { code: 'PGRST301', message: `Invalid token: ${refused}`, hint: 'Use a token made for this project (baton agent token <id>).' });
+    } else if (!role) {
+      headers.authorization = `Bearer ${apiKey}`;
+    }
+    if (Number(headers['content-length'] ?? 0) > gatewayLimits.bodyBytes) return tooLarge(res);
+    if (own || !role) return this.proxy(req, res, url, headers);
+    this.roleToken(role).then((token) => {
+      headers.authorization = `Bearer ${token}`;
+      this.proxy(req, res, url, headers);
+    }, (err: Error) => reply(res, 500, { message: `the gateway could not make a token for the ${role} role: ${err.message}` }));
+  }
+
+  /** The token the gateway sends for a role behind an opaque key, minted again before it expires. */
+  private roleToken(role: Role): Promise<string> {
+    const held = this.roleTokens.get(role);
     if (held && held.renewAt > Date.now()) return held.token;
-    const token = keys.mintRoleToken(role, ROLE_TOKEN_SECONDS);
-    roleTokens.set(role, { token, renewAt: Date.now() + (ROLE_TOKEN_SECONDS - ROLE_TOKEN_RENEW_SECONDS) * 1000 });
+    const token = this.keys.mintRoleToken(role, ROLE_TOKEN_SECONDS);
+    this.roleTokens.set(role, { token, renewAt: Date.now() + (ROLE_TOKEN_SECONDS - ROLE_TOKEN_RENEW_SECONDS) * 1000 });
     return token;
-  };
-  /** Why a caller's token cannot be one of this project's, or undefined if it may be. */
-  const refuseToken = (authorization: string): string | undefined =>
-    refuseTokenHeader(authorization.replace(/^Bearer\s+/i, ''), accepted);
+  }
 
   /** Sends the request on to PostgREST and its answer back. */
-  const proxy = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, headers: http.IncomingHttpHeaders): void => {
+  private proxy(req: http.IncomingMessage, res: http.ServerResponse, url: URL, headers: http.IncomingHttpHeaders): void {
     const upstream = http.request({
       host: '127.0.0.1',
-      port: upstreamPort,
+      port: this.upstreamPort,
       method: req.method,
       path: (url.pathname.slice(REST_PREFIX.length) || '/') + url.search,
       headers,
-      agent,
+      agent: this.agent,
       maxHeaderSize: gatewayLimits.upstreamHeaderBytes,
       timeout: gatewayLimits.upstreamSeconds * 1000,
     }, (upstreamRes) => {
@@ -111,97 +191,37 @@ export async function startGateway(
     upstream.on('error', (err) => reply(res, 502, { message: `PostgREST is not answering: ${err.message}` }));
     // A caller that goes away takes its upstream request with it.
     res.on('close', () => { if (!res.writableFinished) upstream.destroy(); });
-
     let received = 0;
     req.on('data', (chunk: Buffer) => {
       received += chunk.length;
-      if (received > gatewayLimits.bodyBytes) {
-        req.unpipe(upstream);
-        upstream.destroy();
-        reply(res, 413, { message: `the request body is larger than ${gatewayLimits.bodyBytes} bytes`, hint: 'Store large content elsewhere and send a link (an artifact uri).' });
-        req.destroy();
-      }
+      if (received <= gatewayLimits.bodyBytes) return;
+      req.unpipe(upstream);
+      upstream.destroy();
+      tooLarge(res);
+      req.destroy();
     });
     req.pipe(upstream);
-  };
+  }
 
-  const server = http.createServer({
-    maxHeaderSize: gatewayLimits.requestHeaderBytes,
-    requestTimeout: gatewayLimits.requestSeconds * 1000,
-    headersTimeout: Math.min(20, gatewayLimits.requestSeconds) * 1000,
-  }, (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://gateway');
-    if (url.pathname === '/health') return reply(res, 200, { status: 'ok' });
-    if (url.pathname === JWKS_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=600', 'access-control-allow-origin': '*' });
-      return void res.end(req.method === 'GET' ? jwksBody : undefined);
-    }
-    if (url.pathname !== REST_PREFIX && !url.pathname.startsWith(`${REST_PREFIX}/`)) {
-      return reply(res, 404, { message: `no route for ${url.pathname}; the REST API is under ${REST_PREFIX}/` });
-    }
-    // A CORS preflight carries no key; it is answered here and never costs PostgREST anything.
-    if (req.method === 'OPTIONS') {
-      res.writeHead(204, corsHeaders);
-      return void res.end();
-    }
-
-    const headers = { ...req.headers };
-    const apiKey = (headers.apikey as string | undefined) ?? url.searchParams.get('apikey') ?? undefined;
-    if (!apiKey) return reply(res, 401, { message: 'No API key found in request', hint: 'Send the publishable (or anon) key as the apikey header.' });
-    const role = keys.opaque[apiKey];
-    if (!role && !legacy.has(apiKey)) return reply(res, 401, { message: 'Invalid API key', hint: 'Use the keys printed by baton stack env.' });
-    url.searchParams.delete('apikey');
-    // supabase-js sends the API key as the bearer too when it has no token of its own.
-    const own = headers.authorization && headers.authorization !== `Bearer ${apiKey}` ? headers.authorization : undefined;
-    if (own) {
-      const refused = refuseToken(own);
-      if (refused) return reply(res, 401, { code: 'PGRST301', message: `Invalid token: ${refused}`, hint: 'Use a token made for this project (baton agent token <id>).' });
-    } else if (!role) {
-      headers.authorization = `Bearer ${apiKey}`;
-    }
-    if (Number(headers['content-length'] ?? 0) > gatewayLimits.bodyBytes) {
-      return reply(res, 413, { message: `the request body is larger than ${gatewayLimits.bodyBytes} bytes`, hint: 'Store large content elsewhere and send a link (an artifact uri).' });
-    }
-
-    if (own || !role) return proxy(req, res, url, headers);
-    roleToken(role).then((token) => {
-      headers.authorization = `Bearer ${token}`;
-      proxy(req, res, url, headers);
-    }, (err: Error) => reply(res, 500, { message: `the gateway could not make a token for the ${role} role: ${err.message}` }));
-  });
-
-
-  // Realtime's WebSocket: the API key comes in the query string, as realtime-js sends it. Upgraded
-  // sockets leave the HTTP server's books, so they are kept here to close with the gateway.
-  const upgraded = new Set<import('node:stream').Duplex>();
-  server.on('upgrade', (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => {
-    upgraded.add(socket);
-    socket.once('close', () => upgraded.delete(socket));
+  /** Realtime's WebSocket: the API key comes in the query string, as realtime-js sends it. */
+  private upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.upgraded.add(socket);
+    socket.once('close', () => this.upgraded.delete(socket));
     const url = new URL(req.url ?? '/', 'http://gateway');
     const apiKey = url.searchParams.get('apikey') ?? (req.headers.apikey as string | undefined);
-    if (url.pathname !== REALTIME_PATH || !realtime) {
+    if (url.pathname !== REALTIME_PATH || !this.realtime) {
       socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
       return;
     }
-    const role = apiKey ? keys.opaque[apiKey] : undefined;
-    if (!apiKey || (!role && !legacy.has(apiKey))) {
+    const role = apiKey ? this.keys.opaque[apiKey] : undefined;
+    if (!apiKey || (!role && !this.legacy.has(apiKey))) {
       socket.end('HTTP/1.1 401 Unauthorized\r\nconnection: close\r\n\r\n');
       return;
     }
-    realtime.upgrade(req, socket, head, role ? { role } : { legacyKey: apiKey });
-  });
+    this.realtime.upgrade(req, socket, head, role ? { role } : { legacyKey: apiKey });
+  }
+}
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    stop: () => new Promise<void>((resolve) => {
-      for (const socket of upgraded) socket.destroy();
-      server.closeAllConnections();
-      server.close(() => resolve());
-      agent.destroy();
-    }),
-  };
+function tooLarge(res: http.ServerResponse): void {
+  reply(res, 413, { message: `the request body is larger than ${gatewayLimits.bodyBytes} bytes`, hint: 'Store large content elsewhere and send a link (an artifact uri).' });
 }

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import { silentLogger, type Logger } from '../logger.js';
-import { startGateway, type GatewayHandle } from './gateway.js';
+import { startGateway, type GatewayHandle, type GatewayKeys } from './gateway.js';
 import { applyBootstrap, pushMigrations } from './migrate.js';
 import { assertReachableByPostgres, stackPaths } from './paths.js';
 import { assertPortFree, freePort } from './ports.js';
@@ -12,7 +12,7 @@ import { startPostgres } from './postgres.js';
 import { startPostgrest } from './postgrest.js';
 import { startRealtime } from './realtime.js';
 import { supervise, type Supervisor } from './supervise.js';
-import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type Runtime, type StackEnv } from './state.js';
+import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type Runtime, type Secrets, type StackEnv } from './state.js';
 import { mintRoleToken, publicJwk } from '../tokens.js';
 
 export interface StackOptions {
@@ -83,27 +83,10 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
     }), log, recordPid('postgrestPid'));
     running.push(postgrest.stop);
 
-    const realtime = await startRealtime({
-      databaseUrl: env.DATABASE_URL,
-      jwks: [publicJwk(secrets.signingKey)],
-      legacySecret: secrets.jwtSecret,
-      log,
-    });
+    const realtime = await startRealtime({ databaseUrl: env.DATABASE_URL, jwks: [publicJwk(secrets.signingKey)], legacySecret: secrets.jwtSecret, log });
     running.push(realtime.stop);
 
-    const openGateway = () => startGateway({
-      realtime,
-      host: apiHost,
-      port: apiPort,
-      upstreamPort: postgrestPort,
-      keys: {
-        legacy: [secrets.anonKey, secrets.serviceRoleKey],
-        opaque: { [secrets.publishableKey]: 'anon', [secrets.secretKey]: 'service_role' },
-        mintRoleToken: (role, seconds) => mintRoleToken({ signingKey: secrets.signingKey }, role, seconds),
-        jwks: [publicJwk(secrets.signingKey)],
-        legacySecret: true,
-      },
-    });
+    const openGateway = () => startGateway({ realtime, host: apiHost, port: apiPort, upstreamPort: postgrestPort, keys: gatewayKeys(secrets) });
     let gateway: GatewayHandle | undefined = await openGateway();
     running.push(async () => { await gateway?.stop(); });
 
@@ -123,6 +106,17 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
     await stop();
     throw err;
   }
+}
+
+/** What the gateway accepts: the keys of both key systems, and role tokens minted with the signing key. */
+function gatewayKeys(secrets: Secrets): GatewayKeys {
+  return {
+    legacy: [secrets.anonKey, secrets.serviceRoleKey],
+    opaque: { [secrets.publishableKey]: 'anon', [secrets.secretKey]: 'service_role' },
+    mintRoleToken: (role, seconds) => mintRoleToken({ signingKey: secrets.signingKey }, role, seconds),
+    jwks: [publicJwk(secrets.signingKey)],
+    legacySecret: true,
+  };
 }
 
 export type { StackEnv } from './state.js';

@@ -40,31 +40,64 @@ type Frame = [joinRef: string | null, ref: string | null, topic: string, event: 
 interface Joined { socket: WebSocket; joinRef: string; private: boolean }
 
 export async function startRealtime(options: RealtimeOptions): Promise<RealtimeHandle> {
-  const { log } = options;
-  const keys = createLocalJWKSet({ keys: options.jwks });
-  const accepted = { kids: new Set(options.jwks.map((k) => k.kid)), legacySecret: Boolean(options.legacySecret) };
-  const secret = options.legacySecret ? new TextEncoder().encode(options.legacySecret) : undefined;
-  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
-  pool.on('error', (err) => log.warn({ err }, 'realtime: a database connection failed'));
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  const server = new RealtimeServer(options);
+  await server.listen();
+  // Its methods may be passed around on their own (the stack keeps stop() with the others).
+  return { upgrade: (req, socket, head, apiKey) => server.upgrade(req, socket, head, apiKey), stop: () => server.stop() };
+}
+
+class RealtimeServer {
+  private readonly log: Logger;
+  private readonly keys: ReturnType<typeof createLocalJWKSet>;
+  private readonly accepted: { kids: Set<string | undefined>; legacySecret: boolean };
+  private readonly secret: Uint8Array | undefined;
+  private readonly pool: pg.Pool;
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   /** Who listens on each topic (as realtime-js names it, "realtime:<topic>"). */
-  const listeners = new Map<string, Set<Joined>>();
-  let stopping = false;
+  private readonly listeners = new Map<string, Set<Joined>>();
+  private listener: pg.Client | undefined;
+  private stopping = false;
+
+  constructor(private readonly options: RealtimeOptions) {
+    this.log = options.log;
+    this.keys = createLocalJWKSet({ keys: options.jwks });
+    this.accepted = { kids: new Set(options.jwks.map((k) => k.kid)), legacySecret: Boolean(options.legacySecret) };
+    this.secret = options.legacySecret ? new TextEncoder().encode(options.legacySecret) : undefined;
+    this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
+    this.pool.on('error', (err) => this.log.warn({ err }, 'realtime: a database connection failed'));
+    this.wss.on('connection', (socket: WebSocket, apiKeyClaims: JWTPayload | undefined) => this.connected(socket, apiKeyClaims));
+  }
+
+  upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, apiKey: { role: 'anon' | 'service_role' } | { legacyKey: string }): void {
+    const accept = (keyClaims: JWTPayload) =>
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, keyClaims));
+    if ('role' in apiKey) return accept({ role: apiKey.role });
+    // A legacy API key is itself a token: its role stands for a join without one of its own.
+    this.verify(apiKey.legacyKey).then(accept, () => socket.destroy());
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const socket of this.wss.clients) socket.terminate();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    await this.listener?.end().catch(() => undefined);
+    await this.pool.end();
+  }
 
   /** The claims of a token this project signed, or an error saying why not. */
-  async function verify(token: string): Promise<JWTPayload> {
-    const refused = refuseTokenHeader(token, accepted);
+  private async verify(token: string): Promise<JWTPayload> {
+    const refused = refuseTokenHeader(token, this.accepted);
     if (refused) throw new Error(refused);
-    return decodeProtectedHeader(token).alg === 'ES256' || !secret
-      ? (await jwtVerify(token, keys, { algorithms: ['ES256'] })).payload
-      : (await jwtVerify(token, secret, { algorithms: ['HS256'] })).payload;
+    return decodeProtectedHeader(token).alg === 'ES256' || !this.secret
+      ? (await jwtVerify(token, this.keys, { algorithms: ['ES256'] })).payload
+      : (await jwtVerify(token, this.secret, { algorithms: ['HS256'] })).payload;
   }
 
   /** Whether `claims` may read broadcasts on `topic`, by the realtime.messages policies. */
-  async function mayJoin(claims: JWTPayload, topic: string): Promise<void> {
+  private async mayJoin(claims: JWTPayload, topic: string): Promise<void> {
     const role = String(claims.role ?? 'anon');
     if (!ROLES.has(role)) throw new Error(`the role "${role}" cannot join channels`);
-    const client = await pool.connect();
+    const client = await this.pool.connect();
     try {
       await client.query('begin');
       await client.query("select set_config('request.jwt.claims', $1, true), set_config('request.method', 'GET', true)", [JSON.stringify(claims)]);
@@ -82,40 +115,7 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
     }
   }
 
-  const send = (socket: WebSocket, frame: Frame) => {
-    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
-  };
-  const reply = (socket: WebSocket, [joinRef, ref, topic]: Frame, status: 'ok' | 'error', response: Record<string, unknown>) =>
-    send(socket, [joinRef, ref, topic, 'phx_reply', { status, response }]);
-
-  function leave(socket: WebSocket, topic: string): void {
-    const set = listeners.get(topic);
-    if (!set) return;
-    for (const joined of set) if (joined.socket === socket) set.delete(joined);
-    if (set.size === 0) listeners.delete(topic);
-  }
-
-  async function join(socket: WebSocket, frame: Frame, apiKeyClaims: JWTPayload | undefined): Promise<void> {
-    const [joinRef, , topic, , payload] = frame;
-    const config = (payload.config ?? {}) as { private?: boolean; postgres_changes?: unknown[] };
-    if (config.postgres_changes?.length) {
-      return reply(socket, frame, 'error', { reason: 'postgres_changes are not served by the embedded stack; listen to broadcasts' });
-    }
-    try {
-      const token = typeof payload.access_token === 'string' ? payload.access_token : undefined;
-      const claims = token ? await verify(token) : apiKeyClaims;
-      if (!claims) throw new Error('no token: join with an agent\'s access token');
-      if (config.private) await mayJoin(claims, topic.replace(/^realtime:/, ''));
-      leave(socket, topic);
-      if (!listeners.has(topic)) listeners.set(topic, new Set());
-      listeners.get(topic)!.add({ socket, joinRef: joinRef ?? '', private: Boolean(config.private) });
-      reply(socket, frame, 'ok', { postgres_changes: [] });
-    } catch (err) {
-      reply(socket, frame, 'error', { reason: (err as Error).message });
-    }
-  }
-
-  wss.on('connection', (socket: WebSocket, apiKeyClaims: JWTPayload | undefined) => {
+  private connected(socket: WebSocket, apiKeyClaims: JWTPayload | undefined): void {
     let alive = true;
     socket.on('pong', () => { alive = true; });
     const ping = setInterval(() => {
@@ -125,32 +125,60 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
     }, 30_000);
     socket.on('close', () => {
       clearInterval(ping);
-      for (const topic of [...listeners.keys()]) leave(socket, topic);
+      for (const topic of [...this.listeners.keys()]) this.leave(socket, topic);
     });
-    socket.on('message', (data: RawData, isBinary: boolean) => {
-      let frame: Frame;
-      try {
-        if (isBinary) throw new Error('binary');
-        frame = JSON.parse(String(data)) as Frame;
-        if (!Array.isArray(frame) || frame.length !== 5) throw new Error('not a frame');
-      } catch {
-        return; // client broadcasts (binary) and anything else are not served
-      }
-      const [, , topic, event] = frame;
-      if (topic === 'phoenix' && event === 'heartbeat') return reply(socket, frame, 'ok', {});
-      if (event === 'phx_join') return void join(socket, frame, apiKeyClaims);
-      if (event === 'phx_leave') {
-        leave(socket, topic);
-        return reply(socket, frame, 'ok', {});
-      }
-      if (event === 'access_token') return reply(socket, frame, 'ok', {});
-      return reply(socket, frame, 'error', { reason: `${event} is not served by the embedded stack` });
-    });
-  });
+    socket.on('message', (data: RawData, isBinary: boolean) => this.received(socket, data, isBinary, apiKeyClaims));
+  }
 
-  // Deliveries: one LISTEN connection, reconnected if it drops.
-  let listener: pg.Client | undefined;
-  const deliver = (text: string | undefined) => {
+  private received(socket: WebSocket, data: RawData, isBinary: boolean, apiKeyClaims: JWTPayload | undefined): void {
+    let frame: Frame;
+    try {
+      if (isBinary) throw new Error('binary');
+      frame = JSON.parse(String(data)) as Frame;
+      if (!Array.isArray(frame) || frame.length !== 5) throw new Error('not a frame');
+    } catch {
+      return; // client broadcasts (binary) and anything else are not served
+    }
+    const [, , topic, event] = frame;
+    if (topic === 'phoenix' && event === 'heartbeat') return reply(socket, frame, 'ok', {});
+    if (event === 'phx_join') return void this.join(socket, frame, apiKeyClaims);
+    if (event === 'phx_leave') {
+      this.leave(socket, topic);
+      return reply(socket, frame, 'ok', {});
+    }
+    if (event === 'access_token') return reply(socket, frame, 'ok', {});
+    return reply(socket, frame, 'error', { reason: `${event} is not served by the embedded stack` });
+  }
+
+  private async join(socket: WebSocket, frame: Frame, apiKeyClaims: JWTPayload | undefined): Promise<void> {
+    const [joinRef, , topic, , payload] = frame;
+    const config = (payload.config ?? {}) as { private?: boolean; postgres_changes?: unknown[] };
+    if (config.postgres_changes?.length) {
+      return reply(socket, frame, 'error', { reason: 'postgres_changes are not served by the embedded stack; listen to broadcasts' });
+    }
+    try {
+      const token = typeof payload.access_token === 'string' ? payload.access_token : undefined;
+      const claims = token ? await this.verify(token) : apiKeyClaims;
+      if (!claims) throw new Error('no token: join with an agent\'s access token');
+      if (config.private) await this.mayJoin(claims, topic.replace(/^realtime:/, ''));
+      this.leave(socket, topic);
+      if (!this.listeners.has(topic)) this.listeners.set(topic, new Set());
+      this.listeners.get(topic)!.add({ socket, joinRef: joinRef ?? '', private: Boolean(config.private) });
+      reply(socket, frame, 'ok', { postgres_changes: [] });
+    } catch (err) {
+      reply(socket, frame, 'error', { reason: (err as Error).message });
+    }
+  }
+
+  private leave(socket: WebSocket, topic: string): void {
+    const set = this.listeners.get(topic);
+    if (!set) return;
+    for (const joined of set) if (joined.socket === socket) set.delete(joined);
+    if (set.size === 0) this.listeners.delete(topic);
+  }
+
+  /** A NOTIFY from realtime.send(), to every socket that joined its topic. */
+  private deliver(text: string | undefined): void {
     let message: { topic: string; event: string; payload: unknown; private: boolean };
     try {
       message = JSON.parse(text ?? '');
@@ -158,56 +186,50 @@ export async function startRealtime(options: RealtimeOptions): Promise<RealtimeH
       return;
     }
     const topic = `realtime:${message.topic}`;
-    for (const joined of listeners.get(topic) ?? []) {
+    for (const joined of this.listeners.get(topic) ?? []) {
       if (joined.private !== Boolean(message.private)) continue;
       send(joined.socket, [joined.joinRef, null, topic, 'broadcast', { type: 'broadcast', event: message.event, payload: message.payload }]);
     }
-  };
-  // At start, a database that does not answer is an error; once running, the connection is made again
-  // for as long as it takes (Postgres restarting, or restarted by the stack after a crash).
-  const listen = async (attempt = 0, reconnecting = false): Promise<void> => {
-    if (stopping) return;
-    const client = new pg.Client({ connectionString: options.databaseUrl });
-    client.on('notification', (n) => deliver(n.payload));
+  }
+
+  /**
+   * Deliveries: one LISTEN connection. At start, a database that does not answer is an error; once
+   * running, the connection is made again for as long as it takes (Postgres restarting, or restarted
+   * by the stack after a crash).
+   */
+  async listen(attempt = 0, reconnecting = false): Promise<void> {
+    if (this.stopping) return;
+    const client = new pg.Client({ connectionString: this.options.databaseUrl });
+    client.on('notification', (n) => this.deliver(n.payload));
     client.on('error', (err) => {
-      log.warn({ err }, 'realtime: the LISTEN connection failed; reconnecting');
+      this.log.warn({ err }, 'realtime: the LISTEN connection failed; reconnecting');
       void client.end().catch(() => undefined);
-      if (listener === client) listener = undefined;
-      setTimeout(() => void listen(1, true), 500).unref();
+      if (this.listener === client) this.listener = undefined;
+      setTimeout(() => void this.listen(1, true), 500).unref();
     });
     try {
       await client.connect();
       await client.query(`listen ${CHANNEL}`);
-      listener = client;
+      this.listener = client;
     } catch (err) {
       await client.end().catch(() => undefined);
       if (attempt > 20 && !reconnecting) throw err;
       await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** attempt)));
-      return listen(attempt + 1, reconnecting);
+      return this.listen(attempt + 1, reconnecting);
     }
     if (reconnecting) {
       // What was sent while no connection listened is lost: every client is let go, and as each joins
       // again it looks for work and results itself (a daemon claims and reads its results on rejoining).
-      log.info({ clients: wss.clients.size }, 'realtime: listening again; clients reconnect to catch up');
-      for (const socket of wss.clients) socket.terminate();
+      this.log.info({ clients: this.wss.clients.size }, 'realtime: listening again; clients reconnect to catch up');
+      for (const socket of this.wss.clients) socket.terminate();
     }
-  };
-  await listen();
+  }
+}
 
-  return {
-    upgrade(req, socket, head, apiKey) {
-      const accept = (keyClaims: JWTPayload) =>
-        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, keyClaims));
-      if ('role' in apiKey) return accept({ role: apiKey.role });
-      // A legacy API key is itself a token: its role stands for a join without one of its own.
-      verify(apiKey.legacyKey).then(accept, () => socket.destroy());
-    },
-    async stop() {
-      stopping = true;
-      for (const socket of wss.clients) socket.terminate();
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
-      await listener?.end().catch(() => undefined);
-      await pool.end();
-    },
-  };
+function send(socket: WebSocket, frame: Frame): void {
+  if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
+}
+
+function reply(socket: WebSocket, [joinRef, ref, topic]: Frame, status: 'ok' | 'error', response: Record<string, unknown>): void {
+  send(socket, [joinRef, ref, topic, 'phx_reply', { status, response }]);
 }

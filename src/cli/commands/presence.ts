@@ -8,6 +8,12 @@ import { table } from '../../text/format.js';
 import { presenceTable, rhythmOf, shortId } from '../../text/render.js';
 
 export function registerPresence(program: Command): void {
+  registerLooking(program);
+  registerBeing(program);
+}
+
+/** Who is around: discover, health. */
+function registerLooking(program: Command): void {
   program.command('discover')
     .description('online agents (heard from within baton_settings.offline_after, or two of their wake-ups), with what they can do')
     .option('-c, --capability <list>', 'only agents holding all of these (repeatable)', list)
@@ -36,7 +42,10 @@ Example:
       const checked = await checkApi(config);
       emit(config, { ok: true, ...checked }, () => `ok: ${checked.url} answers${checked.asAgent ? ' and accepts the agent token' : ''}`);
     });
+}
 
+/** Saying one is alive and keeping claims: status, renew. */
+function registerBeing(program: Command): void {
   program.command('status [message]')
     .description('say you are alive, with a status line and how often you wake; your claims survive two missed wake-ups')
     .option('--every <duration>', 'how often you wake, e.g. 15m for a 15-minute cron or HEARTBEAT', every)

@@ -84,7 +84,11 @@ Example:
       const task = await client.broadcast({ title, priority: priorityOf(priority) });
       return `✅ Task broadcast: ${task.id}`;
     }));
+  registerProtocolWork(protocol);
+}
 
+/** The protocol's scripts for the holder: claim, reject, complete, fail, tasks, status. */
+function registerProtocolWork(protocol: Command): void {
   protocol.command('claim [task_id]')
     .description('claim a pending task and start it (without an id: the next one for you)')
     .action((prefix: string | undefined, _opts, command: Command) => run(command, async (client) => {

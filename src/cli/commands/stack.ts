@@ -35,7 +35,11 @@ export function registerStack(program: Command): void {
       emit(config, { stopped, dir: config.stackDir }, () =>
         stopped ? 'Stack stopped; its data is kept.' : `No stack is running in ${config.stackDir}.`);
     });
+  registerStackInspection(stack);
+}
 
+/** Looking at the stack: status, env, and serve in the foreground. */
+function registerStackInspection(stack: Command): void {
   stack.command('status')
     .description('say whether the stack runs, where, and whether its API and database answer now')
     .addHelpText('after', `

@@ -29,6 +29,12 @@ function resultOf(opts: { result?: unknown; summary?: string }): TaskResult {
 }
 
 export function registerWork(program: Command): void {
+  registerTaking(program);
+  registerOutcomes(program);
+}
+
+/** Taking work and working on it: claim, start, progress, ask. */
+function registerTaking(program: Command): void {
   program.command('claim [task]')
     .description('claim a task (or the next one) and start it')
     .option('--next', 'claim the next task: addressed to you first, then broadcasts you can do')
@@ -76,7 +82,10 @@ Example:
     .addHelpText('after', '\nExample:\n  $ baton ask 3f2a1b "Should the API be REST or GraphQL?"')
     .action((prefix: string, question: string, _opts, command: Command) =>
       onTask('Asked about', (c, id) => c.ask(id, question))(prefix, command));
+}
 
+/** Answers and outcomes: answer, reject, complete, fail, cancel, release, reassign. */
+function registerOutcomes(program: Command): void {
   program.command('answer <task> <text>')
     .description('answer the question on a task you sent; the task resumes')
     .addHelpText('after', '\nExample:\n  $ baton answer 3f2a1b "REST, versioned under /v1"')

@@ -42,6 +42,12 @@ function scheduleTable(rows: RecurringHandoff[]): string {
 }
 
 export function registerWorkflows(program: Command): void {
+  registerDeadLetters(program);
+  registerSchedules(program);
+}
+
+/** Failed work: retry, dead-letters. */
+function registerDeadLetters(program: Command): void {
   program.command('retry <task>')
     .description('a new attempt at a failed task you sent (or, with the secret key, any failed task), linked to the old one')
     .addHelpText('after', `
@@ -77,7 +83,10 @@ Example:
       const key = { reason: (d: DeadLetter) => d.reason, sender: (d: DeadLetter) => d.from_agent, holder: (d: DeadLetter) => d.last_holder };
       emit(config, rows, (r) => (opts.by ? countBy(r, key[opts.by]) || 'No failed tasks.' : deadLetterTable(r)));
     });
+}
 
+/** Recurring hand-offs: schedule add, list, remove. */
+function registerSchedules(program: Command): void {
   const schedule = program.command('schedule').description('recurring hand-offs that the sweep makes on a cron schedule (secret key)');
 
   schedule.command('add <name>')
