@@ -64,7 +64,6 @@ describe('a hand-driven holder', { timeout: 90_000 }, () => {
     const before = Date.now();
     const [held] = parsed(await run('renew', task.id, '--json')) as Array<{ lease_expires_at: string }>;
     expect(Date.parse(held!.lease_expires_at) - before).toBeGreaterThan(7000);
-    expect(Date.parse(held!.lease_expires_at) - before).toBeLessThan(9500);
     // Its last recorded beat, in the database's time (beats are recorded at most once a second, so it may
     // be the claim's rather than the renewal's).
     const [presence] = (await sender.client.discover({ includeOffline: true })).filter((a) => a.id === bot.id);

@@ -28,8 +28,13 @@ async function connect(agent: TestAgent, flags: string[] = ['--poll', '60']): Pr
   return { client, agent, updates };
 }
 
-const call = async (s: Session, name: string, args: Record<string, unknown> = {}) =>
-  (await s.client.callTool({ name, arguments: args })) as CallToolResult;
+/** Every tool this file has called, so that the last test can say none was left out. */
+const called = new Set<string>();
+
+const call = async (s: Session, name: string, args: Record<string, unknown> = {}) => {
+  called.add(name);
+  return (await s.client.callTool({ name, arguments: args })) as CallToolResult;
+};
 
 /** A tool call that must succeed; its structured content. */
 async function use<T = any>(s: Session, name: string, args: Record<string, unknown> = {}): Promise<T> { // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -202,5 +207,36 @@ describe('baton mcp', () => {
     } finally {
       await polled.client.close();
     }
+  });
+
+  it('runs the rest of the loop through tools: status, discover, broadcast, start, release, reassign, reject, cancel, chain, message', async () => {
+    const me = await use(a, 'status', { message: 'handing out work' });
+    expect(me.agent).toMatchObject({ id: a.agent.id, status_message: 'handing out work' });
+    const found = await use(a, 'discover', { capabilities: ['code'] });
+    expect(found.agents.map((p: { id: string }) => p.id)).toContain(b.agent.id);
+
+    const offered = await use(a, 'broadcast', { capabilities: ['code'], title: 'Anyone who codes' });
+    const [claimed] = (await use(b, 'claim', { task: offered.task.id, start: false })).tasks;
+    expect(claimed).toMatchObject({ id: offered.task.id, status: 'claimed', claimed_by: b.agent.id });
+    expect((await use(b, 'start', { task: offered.task.id })).task).toMatchObject({ status: 'in_progress' });
+    expect((await use(b, 'release', { task: offered.task.id, reason: 'lunch' })).task).toMatchObject({ status: 'pending', claimed_by: null });
+
+    const moved = await use(a, 'handoff', { to: b.agent.id, title: 'Move me' });
+    expect((await use(a, 'reassign', { task: moved.task.id, to: c.agent.id, reason: 'b is busy' })).task).toMatchObject({ to_agent: c.agent.id });
+    expect((await use(c, 'reject', { task: moved.task.id, reason: 'not mine either' })).task).toMatchObject({ status: 'rejected' });
+
+    const dropped = await use(a, 'handoff', { to: b.agent.id, title: 'Never mind' });
+    expect((await use(a, 'cancel', { task: dropped.task.id, reason: 'changed my mind' })).task).toMatchObject({ status: 'cancelled' });
+    const chain = await use(a, 'chain', { task: dropped.task.id });
+    expect(chain.chain.map((r: { id: string }) => r.id)).toContain(dropped.task.id);
+
+    await use(a, 'message', { to: b.agent.id, text: 'thanks for the help' });
+    const inbox = await use(b, 'inbox', { unread: true });
+    expect(inbox.messages.map((m: { body: { text?: string } }) => m.body.text)).toContain('thanks for the help');
+  });
+
+  it('has called every tool it offers', async () => {
+    const { tools } = await a.client.listTools();
+    expect(tools.map((t) => t.name).filter((name) => !called.has(name))).toEqual([]);
   });
 });

@@ -82,10 +82,9 @@ describe('baton stack', async () => {
     const started = await baton(['stack', 'start', ...at, '--api-host', '0.0.0.0']);
     expect(started.code, started.stderr).toBe(0);
     const address = Object.values(os.networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
-    if (address) {
-      const res = await fetch(`http://${address}:${apiPort}/rest/v1/`, { headers: { apikey: 'wrong' } });
-      expect(res.status).toBe(401);
-    }
+    expect(address, 'a network interface other than loopback, to reach the stack by').toBeDefined();
+    const res = await fetch(`http://${address}:${apiPort}/rest/v1/`, { headers: { apikey: 'wrong' } });
+    expect(res.status).toBe(401);
     expect((await baton(['health', '--dir', dir])).stdout).toMatch(/^ok: http:\/\/127\.0\.0\.1:\d+ answers$/m);
   });
 
