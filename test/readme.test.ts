@@ -1,5 +1,5 @@
 /**
- * The README's code stays true: every TypeScript block compiles under the project's tsconfig against
+ * The code of the README and of docs/ stays true: every TypeScript block compiles under the project's tsconfig against
  * the built package (imported as 'baton-agents', as a user would), then runs against a stack of its own; every
  * baton.agent.json example parses as the daemon reads it.
  */
@@ -16,8 +16,10 @@ import { freePort } from '../src/stack/ports.js';
 import { makeStackDir } from './global-setup.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-const blocks = (lang: string) => [...readme.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
+/** The README and every page of docs/: the guide and the reference, whose examples must stay true. */
+const pages = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join('docs', f))];
+const text = pages.map((page) => fs.readFileSync(path.join(root, page), 'utf8')).join('\n');
+const blocks = (lang: string) => [...text.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]!);
 
 function run(file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
@@ -26,7 +28,7 @@ function run(file: string, args: string[], options: { cwd: string; env?: NodeJS.
   });
 }
 
-describe('the README', () => {
+describe('the README and docs/', () => {
   const tsBlocks = blocks('ts');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-readme-'));
   const stackDir = makeStackDir('baton-readme-stack-');
