@@ -123,17 +123,16 @@ describe('daemons as processes', () => {
   it('exits as soon as its running tasks finish, well within a long grace period', async () => {
     const boss = await newAgent('boss');
     const worker = await newAgent('worker');
-    const config = configFile('quick-exit', { ...fastSchedules, graceSeconds: 120, executors: { '*': { command: 'sleep 2; echo done' } } });
+    const config = configFile('quick-exit', { ...fastSchedules, graceSeconds: 600, executors: { '*': { command: 'sleep 2; echo done' } } });
     const proc = runAgent(worker, 'run', config);
     const task = await boss.client.handoff({ to: worker.id, title: 'short job' });
     await eventually(async () => (await boss.client.getTask(task.id)).status === 'in_progress', 20_000, 'the task to start');
-    const stoppedAt = Date.now();
     process.kill(proc.child.pid!, 'SIGTERM');
+    // The grace period is 600 s; this test's own deadline (120 s) is far shorter, so only a daemon that
+    // exits when its task finishes can pass it.
     expect(await proc.exited).toBe(0);
     expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'completed', result: { summary: 'done' } });
-    // The grace period is 120 s; the test's own 30 s timeout is the bound that matters.
-    expect(Date.now() - stoppedAt).toBeLessThan(25_000);
-  });
+  }, 120_000);
 
   it('names the field an executor is missing', async () => {
     const worker = await newAgent('misconfigured');
