@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError, ValidationError } from '../src/errors.js';
 import type { Task } from '../src/schemas.js';
-import { admin, database, newAgent, refusal, untyped, type TestAgent } from './helpers.js';
+import { admin, database, databaseNow, expectStampedBetween, newAgent, refusal, untyped, type TestAgent } from './helpers.js';
 
 const db = database();
 
@@ -149,25 +149,28 @@ describe('bad input', async () => {
 
   it('stamps the messages agents write, and keeps result messages as sent', async () => {
     const dave = await newAgent('dave');
+    const before = await databaseNow();
     const t = await alice.client.handoff({ to: dave.id, title: 'stamped' });
     const held = await dave.client.claim(t.id, { start: true });
     await dave.client.complete(t.id, held.claim_token!, { status: 'success', summary: 'ok' });
     const { rows: [result] } = await db.query(
       `select id, created_at, read_at, body from agent_messages where task_id = $1 and kind = 'result'`, [t.id]);
     expect(result).toMatchObject({ read_at: null, body: { status: 'completed', result: { status: 'success', summary: 'ok' } } });
-    expect(Math.abs(Date.now() - result.created_at.getTime())).toBeLessThan(60_000);
+    expectStampedBetween(result.created_at, before, await databaseNow());
     await expect(db.query(`update agent_messages set body = '{"status": "failed"}' where id = $1`, [result.id])).rejects.toThrow(/a sent message cannot change/);
     // A note an agent writes cannot carry its own time or read mark, and gets the time of its insert, unread.
     const forged = await untyped(dave.client.db).from('agent_messages').insert({
       from_agent: dave.id, to_agent: alice.id, kind: 'note', body: { text: 'hi' }, created_at: '2001-01-01T00:00:00Z',
     });
     expect(forged.error?.code).toBe('42501');
+    const beforeNote = await databaseNow();
     const { data, error } = await untyped(dave.client.db).from('agent_messages').insert({
       from_agent: dave.id, to_agent: alice.id, kind: 'note', body: { text: 'hi' },
     }).select().single();
+    const afterNote = await databaseNow();
     expect(error).toBeNull();
     expect(data).toMatchObject({ read_at: null, kind: 'note' });
-    expect(Math.abs(Date.now() - new Date((data as { created_at: string }).created_at).getTime())).toBeLessThan(60_000);
+    expectStampedBetween((data as { created_at: string }).created_at, beforeNote, afterNote);
     // An agent cannot write a result message itself.
     const result2 = await untyped(dave.client.db).from('agent_messages').insert({
       from_agent: dave.id, to_agent: alice.id, kind: 'result', body: { status: 'completed' },

@@ -41,6 +41,28 @@ export function database(): pg.Pool {
   return pool;
 }
 
+/**
+ * The database's own clock now (clock_timestamp()), in ms. A time the database stamped lies between two
+ * of these taken around the call: a check with no bound on how long the call took.
+ */
+export async function databaseNow(url: string = stack.DATABASE_URL): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows: [row] } = await client.query<{ now: Date }>('select clock_timestamp() as now');
+    return row!.now.getTime();
+  } finally {
+    await client.end();
+  }
+}
+
+/** Asserts that `stamped` (a time the database wrote) lies between `before` and `after` (databaseNow). */
+export function expectStampedBetween(stamped: string | Date, before: number, after: number): void {
+  const at = new Date(stamped).getTime();
+  expect(at).toBeGreaterThanOrEqual(before);
+  expect(at).toBeLessThanOrEqual(after);
+}
+
 /** The error a promise rejects with, asserting it is a BatonError with `code`. */
 export async function refusal(promise: Promise<unknown>, code: string): Promise<BatonError> {
   const err = await promise.then(

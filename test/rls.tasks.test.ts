@@ -1,6 +1,6 @@
 /** Who may see and do what with tasks, with three agents and a superuser check of what is stored. */
 import { describe, expect, it } from 'vitest';
-import { database, newAgent, refusal, runningTask } from './helpers.js';
+import { database, databaseNow, expectStampedBetween, newAgent, refusal, runningTask } from './helpers.js';
 
 const db = database();
 
@@ -100,13 +100,15 @@ describe('agents', async () => {
   });
 
   it('keeps an agent from forging the time of its own heartbeat', async () => {
+    const before = await databaseNow();
     const { data, error } = await alice.client.db.from('agents').update({ last_heartbeat: '2099-01-01T00:00:00Z' }).eq('id', alice.id).select('last_heartbeat').single();
     expect(error).toBeNull();
-    expect(Math.abs(Date.parse(data!.last_heartbeat!) - Date.now())).toBeLessThan(60_000);
+    expectStampedBetween(data!.last_heartbeat!, before, await databaseNow());
     const other = await alice.client.db.from('agents').update({ last_heartbeat: '2099-01-01T00:00:00Z' }).eq('id', bob.id).select('id');
     expect(other.data).toEqual([]);
+    const beforeBeat = await databaseNow();
     const beat = await alice.client.heartbeat('working');
-    expect(Math.abs(Date.parse(beat.last_heartbeat!) - Date.now())).toBeLessThan(60_000);
+    expectStampedBetween(beat.last_heartbeat!, beforeBeat, await databaseNow());
     expect(beat).toMatchObject({ is_active: true, status_message: 'working' });
   });
 
