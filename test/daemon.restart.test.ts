@@ -4,7 +4,7 @@
  * once, by the database's rule, and works at full capacity; a process that a later one superseded
  * steps aside. The leases here are an hour long: only the restart can hand the work back in time.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,8 +18,21 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-restart-'));
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const child of children) if (child.exitCode === null) { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }
+  // Each executor runs in a process group of its own (the daemon starts it detached), so a killed
+  // daemon leaves its `sleep 600` behind: end the groups of those this file started, found by the
+  // folder their command names.
+  for (const pid of processesNaming(work)) { try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ } }
   fs.rmSync(work, { recursive: true, force: true });
 });
+
+/** The pids whose command line names `text` (none when pgrep finds none: it exits 1). */
+function processesNaming(text: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-f', text]).toString().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
 
 const hour = 3600;
 const fastSchedules = { poll: '* * * * * *', heartbeat: '*/2 * * * * *' };
