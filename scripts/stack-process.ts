@@ -25,6 +25,11 @@ export async function startStackProcess(dir: string): Promise<StackProcess> {
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
   const exited = once(child, 'exit');
+  // A bench that ends without stopping it (an error, Ctrl-C) takes its stack with it: no Postgres or
+  // PostgREST is left running behind a run that died.
+  const orphaned = () => { if (child.exitCode === null) child.kill('SIGTERM'); };
+  process.once('exit', orphaned);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { orphaned(); process.exit(128 + (signal === 'SIGINT' ? 2 : 15)); });
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the stack exited (${child.exitCode}): ${stderr}`);
