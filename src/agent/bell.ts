@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 /** The one wake-up the daemon's loop waits on: anything may ring it, now or at a time, with a reason. */
 export type Wake = 'poll' | 'work' | 'slot' | 'results' | 'stop';
 
@@ -38,4 +40,11 @@ export class Bell {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
   }
+}
+
+/** Waits for `work` to settle, at most `ms`, leaving no timer behind to keep the process alive. */
+export async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  const timer = new AbortController();
+  await Promise.race([work, sleep(ms, undefined, { signal: timer.signal }).catch(() => undefined)]);
+  timer.abort();
 }

@@ -7,19 +7,18 @@
  *
  *   const agent = createAgent(options); await agent.start(); … await agent.stop();
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
 import { isUnavailable } from '../errors.js';
 import { silentLogger } from '../logger.js';
-import { finalStatuses, type AgentPresence, type Task, type TaskStatus } from '../schemas.js';
+import type { AgentPresence, Task } from '../schemas.js';
 import { agentDefaults, checkSchedule, type AgentOptions } from './options.js';
-import { Bell } from './bell.js';
+import { Bell, settledWithin } from './bell.js';
 import { OutcomeBatcher } from './outcomes.js';
-import { agentTopics, PushListener } from './push.js';
+import { agentTopics, listenForWork, type PushListener } from './push.js';
 import { executorEnv, TaskRunner } from './runner.js';
-import { deliverResults, Upkeep } from './upkeep.js';
+import { checkClaims, deliverResults, Upkeep } from './upkeep.js';
 
 interface Running {
   task: Task;
@@ -191,7 +190,7 @@ export class BatonAgent {
   /** The poll's turn; says whether it claims (while push is up, only as a slow safety net). */
   private async pollRound(): Promise<boolean> {
     if (this.options.sweep !== false) await this.upkeep.sweepIfDue();
-    await this.checkClaims(false);
+    await checkClaims(this.client, this.running, false, this.log);
     if (this.push?.up && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
     this.claims.lastOnPoll = Date.now();
     await deliverResults(this.client, this.options.onResult, this.log);
@@ -281,46 +280,15 @@ export class BatonAgent {
   private async beat(): Promise<void> {
     const idle = Boolean(this.push?.up) && this.running.size === 0;
     await this.upkeep.beat({ idle, heardRecently: Date.now() - this.claims.lastOnPoll < this.slowPollMs() });
-    await this.checkClaims(true).catch((err: unknown) => this.log.error({ err }, 'heartbeat failed'));
-  }
-
-  /** Stops work whose claim is no longer ours (cancelled, re-queued, reassigned); renews the rest. */
-  private async checkClaims(renew: boolean): Promise<void> {
-    const claims = [...this.running.values()].map(({ task }) => ({ taskId: task.id, claimToken: task.claim_token! }));
-    for (const check of await this.client.checkClaims(claims, { renew })) {
-      const run = this.running.get(check.task_id);
-      if (run && !check.current) {
-        this.log.info({ taskId: check.task_id, status: check.status }, 'claim no longer current; stopping its executor');
-        run.controller.abort(new Error(`the task is now ${check.status ?? 'gone'}`));
-      }
-    }
+    await checkClaims(this.client, this.running, true, this.log).catch((err: unknown) => this.log.error({ err }, 'heartbeat failed'));
   }
 
   /** Joins its topics (its own, its capabilities', open work's); what arrives only rings the bell. */
   private listen(): void {
-    this.push = new PushListener(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), {
-      work: (tasks) => {
-        this.bell.ring('work');
-        // A retry waits out its backoff: wake again when the first one is due.
-        const due = Math.min(...tasks.map((t) => (t.not_before ? Date.parse(t.not_before) : Infinity)));
-        if (Number.isFinite(due) && due > Date.now()) this.bell.ringAt('work', due + 50);
-      },
-      news: (tasks) => {
-        if (tasks.some((t) => finalStatuses.includes(t.status as TaskStatus))) this.bell.ring('results');
-      },
-      up: () => { this.bell.ring('work'); this.bell.ring('results'); },
-    }, this.log);
-    this.push.start();
+    this.push = listenForWork(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), this.bell, this.log);
   }
 
   private slowPollMs(): number {
     return (this.options.slowPollSeconds ?? agentDefaults.slowPollSeconds) * 1000;
   }
-}
-
-/** Waits for `work` to settle, at most `ms`, leaving no timer behind to keep the process alive. */
-async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  const timer = new AbortController();
-  await Promise.race([work, sleep(ms, undefined, { signal: timer.signal }).catch(() => undefined)]);
-  timer.abort();
 }

@@ -1,6 +1,6 @@
 /**
  * Wake-ups through Supabase Realtime: an agent listens on private channels for its own topic, its
- * capabilities' topics and open work (see supabase/migrations/*_push.sql). A message only says that
+ * capabilities' topics and open work (see supabase/migrations/*_history_and_push.sql). A message only says that
  * there is work or news; the daemon then claims or reads through the RPCs as always. realtime-js
  * rejoins channels and reconnects with backoff by itself; this tracks whether every channel is up, so
  * the daemon can poll fast while one is not.
@@ -8,6 +8,8 @@
 import type { RealtimeChannel } from '@supabase/supabase-js';
 import type { Logger } from 'pino';
 import type { BatonClient } from '../client/agent.js';
+import { finalStatuses, type TaskStatus } from '../schemas.js';
+import type { Bell } from './bell.js';
 
 /** What a message says of a task: never more than its id, status and when it may be claimed. */
 export interface PushedTask { id: string; status: string; not_before?: string | null }
@@ -75,4 +77,24 @@ export class PushListener {
     this.joined.clear();
     this.client.db.realtime.disconnect();
   }
+}
+
+/**
+ * Listens for the agent's work and news, and only rings the daemon's bell: work to claim (again when a
+ * retry's backoff is due), results to deliver, and both when every channel is joined again.
+ */
+export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger): PushListener {
+  const push = new PushListener(client, topics, {
+    work: (tasks) => {
+      bell.ring('work');
+      const due = Math.min(...tasks.map((t) => (t.not_before ? Date.parse(t.not_before) : Infinity)));
+      if (Number.isFinite(due) && due > Date.now()) bell.ringAt('work', due + 50);
+    },
+    news: (tasks) => {
+      if (tasks.some((t) => finalStatuses.includes(t.status as TaskStatus))) bell.ring('results');
+    },
+    up: () => { bell.ring('work'); bell.ring('results'); },
+  }, log);
+  push.start();
+  return push;
 }

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { BatonClient } from '../client/agent.js';
 import { intervalSeconds } from '../durations.js';
 import { SupersededError } from '../errors.js';
-import type { AgentPresence } from '../schemas.js';
+import type { AgentPresence, Task } from '../schemas.js';
 import { agentDefaults, schedulePeriodSeconds, type AgentOptions } from './options.js';
 
 /** A peer that wakes at least this often (seconds) is a daemon, and takes its turn at the sweep. */
@@ -132,5 +132,17 @@ export async function deliverResults(client: BatonClient, onResult: AgentOptions
       continue;
     }
     await client.markRead([message.id]);
+  }
+}
+
+/** Stops work whose claim is no longer the agent's (cancelled, re-queued, reassigned); renews the rest. */
+export async function checkClaims(client: BatonClient, running: Map<string, { task: Task; controller: AbortController }>, renew: boolean, log: Logger): Promise<void> {
+  const claims = [...running.values()].map(({ task }) => ({ taskId: task.id, claimToken: task.claim_token! }));
+  for (const check of await client.checkClaims(claims, { renew })) {
+    const run = running.get(check.task_id);
+    if (run && !check.current) {
+      log.info({ taskId: check.task_id, status: check.status }, 'claim no longer current; stopping its executor');
+      run.controller.abort(new Error(`the task is now ${check.status ?? 'gone'}`));
+    }
   }
 }
