@@ -643,6 +643,14 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"task_counts": {
+                  Row: {
+                    "status": Database["public"]['Enums']["task_status"],"tasks": number | null
+                  }
+                  ComputedFields: never
+                  Relationships: [
+                    
+                  ]
                 },"task_lineage": {
                   Row: {
                     "attempts": number,"completed_at": string | null,"created_at": string,"dependency_mode": string,"depends_on": (string)[],"depth": number,"from_agent": string,"id": string,"inputs": NonNullable<Json>,"outputs": Json | null,"parent_task_id": string | null,"producer": string | null,"progress_message": string | null,"progress_percent": number | null,"required_capabilities": (string)[],"result_status": Json | null,"root_task_id": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"summary": string | null,"title": string,"to_agent": string | null
@@ -756,6 +764,14 @@ isOneToOne: false
                 },"task_queue": {
                   Row: {
                     "capability": string | null,"oldest_age": string | null,"oldest_created_at": string | null,"scheduled": number | null,"status": Database["public"]['Enums']["task_status"],"tasks": number | null,"waiting": number | null
+                  }
+                  ComputedFields: never
+                  Relationships: [
+                    
+                  ]
+                },"task_throughput": {
+                  Row: {
+                    "completed": number | null,"failed": number | null,"minute": string | null,"withdrawn": number | null
                   }
                   ComputedFields: never
                   Relationships: [

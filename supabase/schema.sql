@@ -323,6 +323,8 @@ CREATE INDEX task_handoffs_claimable_capability_idx ON public.task_handoffs USIN
 
 CREATE INDEX task_handoffs_claimable_direct_idx ON public.task_handoffs USING btree (to_agent, priority DESC, created_at) WHERE ((status = 'pending'::public.task_status) AND (to_agent IS NOT NULL));
 
+CREATE INDEX task_handoffs_created_idx ON public.task_handoffs USING btree (created_at DESC, id);
+
 CREATE INDEX task_handoffs_deadlines_idx ON public.task_handoffs USING btree (deadline) WHERE ((status = 'pending'::public.task_status) AND (deadline IS NOT NULL));
 
 CREATE INDEX task_handoffs_depends_on_idx ON public.task_handoffs USING gin (depends_on) WHERE (depends_on <> '{}'::uuid[]);
@@ -405,6 +407,12 @@ create view public.stuck_claims with (security_invoker=true) as
      LEFT JOIN public.agents a ON ((a.id = t.claimed_by)))
   WHERE ((t.status = ANY (ARRAY['claimed'::public.task_status, 'in_progress'::public.task_status, 'input_required'::public.task_status])) AND (t.lease_expires_at < now()));
 
+create view public.task_counts with (security_invoker=true) as
+ SELECT status,
+    (count(*))::integer AS tasks
+   FROM public.task_handoffs t
+  GROUP BY status;
+
 create view public.task_lineage with (security_invoker=true) as
  SELECT id,
     root_task_id,
@@ -457,6 +465,15 @@ create view public.task_queue with (security_invoker=true) as
             WHEN (t.to_agent IS NOT NULL) THEN '(addressed)'::text
             ELSE '(anyone)'::text
         END);
+
+create view public.task_throughput with (security_invoker=true) as
+ SELECT date_trunc('minute'::text, completed_at) AS minute,
+    (count(*) FILTER (WHERE (status = 'completed'::public.task_status)))::integer AS completed,
+    (count(*) FILTER (WHERE (status = 'failed'::public.task_status)))::integer AS failed,
+    (count(*) FILTER (WHERE (status = ANY (ARRAY['cancelled'::public.task_status, 'rejected'::public.task_status]))))::integer AS withdrawn
+   FROM public.task_handoffs t
+  WHERE (completed_at > (now() - '01:00:00'::interval))
+  GROUP BY (date_trunc('minute'::text, completed_at));
 
 create view public.waiting_tasks with (security_invoker=true) as
  SELECT id,
@@ -607,7 +624,8 @@ AS $function$
     'agents', 'agent_tokens', 'agent_messages', 'agent_usage', 'baton_settings', 'recurring_handoffs',
     'task_handoffs', 'task_events', 'task_artifacts', 'task_declines', 'task_status_transitions',
     -- views
-    'agent_presence', 'task_lineage', 'dead_letters', 'waiting_tasks', 'stuck_claims', 'task_queue']
+    'agent_presence', 'task_lineage', 'dead_letters', 'waiting_tasks', 'stuck_claims', 'task_queue', 'task_counts',
+    'task_throughput']
 $function$
 ;
 
@@ -4354,6 +4372,12 @@ view: public.stuck_claims DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER,
 
 view: public.stuck_claims DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
 
+view: public.task_counts SELECT to authenticated
+
+view: public.task_counts DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
+
+view: public.task_counts DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
+
 view: public.task_lineage SELECT to authenticated
 
 view: public.task_lineage DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
@@ -4365,6 +4389,12 @@ view: public.task_queue SELECT to authenticated
 view: public.task_queue DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
 
 view: public.task_queue DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
+
+view: public.task_throughput SELECT to authenticated
+
+view: public.task_throughput DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
+
+view: public.task_throughput DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
 
 view: public.waiting_tasks SELECT to authenticated
 
@@ -4724,9 +4754,13 @@ comment on view public.dead_letters is 'Failed tasks: why, who held them last, h
 
 comment on view public.stuck_claims is 'Claims whose lease has lapsed: the sweep re-queues them once their holder is also unheard for two of its wake-ups; until then they wait here.';
 
+comment on view public.task_counts is 'How many tasks are in each status (of those the reader may see).';
+
 comment on view public.task_lineage is 'Every task with its place in its chain, producer, inputs, outputs (artifact names, sizes, hashes), status and times. Filter by root_task_id to see one chain.';
 
 comment on view public.task_queue is 'Open tasks by status and required capability: how many, how many wait on dependencies or a later time, and how old the oldest is.';
+
+comment on view public.task_throughput is 'Tasks that ended in each minute of the last hour (of those the reader may see): completed, failed, and cancelled or rejected.';
 
 comment on view public.waiting_tasks is 'Pending tasks that wait for tasks they depend on, with the ones still open.';
 

@@ -8,6 +8,7 @@
 import type { RealtimeChannel } from '@supabase/supabase-js';
 import type { Logger } from 'pino';
 import type { BatonClient } from '../client/agent.js';
+import type { BatonDb } from '../client/connection.js';
 import { finalStatuses, type TaskStatus } from '../schemas.js';
 import type { Bell } from './bell.js';
 
@@ -35,7 +36,8 @@ export class PushListener {
   private stopping = false;
 
   constructor(
-    private readonly client: BatonClient,
+    /** The connection to listen with: an agent's (its topics) or the operator's (any topic). */
+    private readonly db: BatonDb,
     private readonly topics: string[],
     private readonly handlers: PushHandlers,
     private readonly log: Logger,
@@ -47,35 +49,46 @@ export class PushListener {
   }
 
   start(): void {
-    for (const topic of this.topics) {
-      const channel = this.client.db.channel(topic, { config: { private: true } })
-        .on('broadcast', { event: 'work' }, ({ payload }) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []))
-        .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []));
-      channel.subscribe((status, err) => {
-        // Leaving on purpose is no outage to report.
-        if (this.stopping) return;
-        if (status === 'SUBSCRIBED') this.joined.add(topic);
-        else this.joined.delete(topic);
-        if (this.up && !this.wasUp) {
-          this.log.info({ topics: this.topics }, 'push is up: listening for work');
-          this.handlers.up();
-        } else if (!this.up && this.wasUp) {
-          this.log.warn({ topic, status, err: err?.message }, 'push is down: polling at the fast rhythm until it is back');
-        } else if (status !== 'SUBSCRIBED' && status !== 'CLOSED') {
-          this.log.warn({ topic, status, err: err?.message }, 'could not listen; polling instead');
-        }
-        this.wasUp = this.up;
-      });
-      this.channels.push(channel);
+    for (const topic of this.topics) this.join(topic);
+  }
+
+  /** Listens on more topics too (a board that sees a new agent); the ones already joined stay. */
+  listenAlso(topics: string[]): void {
+    for (const topic of topics) {
+      if (this.topics.includes(topic)) continue;
+      this.topics.push(topic);
+      this.join(topic);
     }
+  }
+
+  private join(topic: string): void {
+    const channel = this.db.channel(topic, { config: { private: true } })
+      .on('broadcast', { event: 'work' }, ({ payload }) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []))
+      .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []));
+    channel.subscribe((status, err) => {
+      // Leaving on purpose is no outage to report.
+      if (this.stopping) return;
+      if (status === 'SUBSCRIBED') this.joined.add(topic);
+      else this.joined.delete(topic);
+      if (this.up && !this.wasUp) {
+        this.log.info({ topics: this.topics }, 'push is up: listening for work');
+        this.handlers.up();
+      } else if (!this.up && this.wasUp) {
+        this.log.warn({ topic, status, err: err?.message }, 'push is down: polling at the fast rhythm until it is back');
+      } else if (status !== 'SUBSCRIBED' && status !== 'CLOSED') {
+        this.log.warn({ topic, status, err: err?.message }, 'could not listen; polling instead');
+      }
+      this.wasUp = this.up;
+    });
+    this.channels.push(channel);
   }
 
   /** Leaves every channel and closes the connection, so nothing keeps the process alive. */
   async stop(): Promise<void> {
     this.stopping = true;
-    await Promise.all(this.channels.splice(0).map((c) => this.client.db.removeChannel(c)));
+    await Promise.all(this.channels.splice(0).map((c) => this.db.removeChannel(c)));
     this.joined.clear();
-    this.client.db.realtime.disconnect();
+    this.db.realtime.disconnect();
   }
 }
 
@@ -84,7 +97,7 @@ export class PushListener {
  * retry's backoff is due), results to deliver, and both when every channel is joined again.
  */
 export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger): PushListener {
-  const push = new PushListener(client, topics, {
+  const push = new PushListener(client.db, topics, {
     work: (tasks) => {
       bell.ring('work');
       const due = Math.min(...tasks.map((t) => (t.not_before ? Date.parse(t.not_before) : Infinity)));

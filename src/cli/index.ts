@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../stack/paths.js';
 import { registerAgent } from './commands/agent.js';
 import { registerArtifacts } from './commands/artifacts.js';
+import { registerBoard } from './commands/board.js';
 import { registerKeys } from './commands/keys.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerMessages } from './commands/messages.js';
@@ -66,6 +67,7 @@ Example:
   registerKeys(program);
   registerWorkflows(program);
   registerWatch(program);
+  registerBoard(program);
   registerMcp(program, version);
   registerProtocol(program);
   return program;

@@ -50,6 +50,18 @@ const Ids = z.array(z.object({ id: z.uuid() }));
 const DeadLetters = z.array(DeadLetter);
 const Agents = z.array(Agent);
 
+/** Pauses or resumes a recurring hand-off, as whoever `db` acts for (the database decides who may). */
+export async function setScheduleEnabled(db: BatonDb, name: string, enabled: boolean): Promise<RecurringHandoff | null> {
+  const changed = await unwrap(db.from('recurring_handoffs').update({ enabled }).eq('name', name).select('*'), RecurringHandoffs);
+  return changed[0] ?? null;
+}
+
+/** Removes a recurring hand-off, as whoever `db` acts for; the tasks it made stay. */
+export async function removeSchedule(db: BatonDb, name: string): Promise<boolean> {
+  const removed = await unwrap(db.from('recurring_handoffs').delete().eq('name', name).select('id'), Ids);
+  return removed.length > 0;
+}
+
 export function createAdminClient(options: AdminClientOptions): AdminClient {
   return new AdminClient(options);
 }
@@ -126,8 +138,16 @@ export class AdminClient {
 
   /** Removes a recurring hand-off by name; the tasks it made stay. Returns whether there was one. */
   async removeSchedule(name: string): Promise<boolean> {
-    const removed = await unwrap(this.db.from('recurring_handoffs').delete().eq('name', name).select('id'), Ids);
-    return removed.length > 0;
+    return removeSchedule(this.db, name);
+  }
+
+  /**
+   * Pauses (enabled false) or resumes a recurring hand-off by name. A resumed one whose slot passed while
+   * it was paused fires once at the next sweep, then keeps its schedule (missed slots are not caught up).
+   * Returns it, or null where there is none by that name.
+   */
+  async setScheduleEnabled(name: string, enabled: boolean): Promise<RecurringHandoff | null> {
+    return setScheduleEnabled(this.db, name, enabled);
   }
 
   /** Failed tasks, newest first: why, who held them last, and whether they were retried. */

@@ -71,7 +71,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
       const beatEvery = (options.beatSeconds ?? 60) * 1000;
       beat = setInterval(() => void client.heartbeat().catch((err) => log.warn({ err }, 'heartbeat failed')), beatEvery);
       if (options.push ?? true) {
-        push = new PushListener(client, agentTopics(me), {
+        push = new PushListener(client.db, agentTopics(me), {
           work: () => void check(),
           news: () => void check(),
           up: () => void check(),

@@ -985,3 +985,31 @@ create policy "Agents can view tasks they sent, hold, are addressed, or could cl
 create policy "Agents can view the history of tasks they can view" on public.task_events
   for select to authenticated
   using (exists (select from public.task_handoffs t where t.id = task_id));
+
+-- What a board shows first, read with the caller's rights (an agent counts the tasks it may see): tasks
+-- by status, and how many finished in each of the last 60 minutes.
+create index task_handoffs_created_idx on public.task_handoffs (created_at desc, id);
+
+create view public.task_counts with (security_invoker = true) as
+  select t.status, count(*)::integer as tasks
+  from public.task_handoffs t
+  group by t.status;
+
+revoke all on public.task_counts from anon, authenticated;
+grant select on public.task_counts to authenticated, service_role;
+
+comment on view public.task_counts is 'How many tasks are in each status (of those the reader may see).';
+
+create view public.task_throughput with (security_invoker = true) as
+  select date_trunc('minute', t.completed_at) as minute,
+         count(*) filter (where t.status = 'completed')::integer as completed,
+         count(*) filter (where t.status = 'failed')::integer as failed,
+         count(*) filter (where t.status in ('cancelled', 'rejected'))::integer as withdrawn
+  from public.task_handoffs t
+  where t.completed_at > now() - interval '1 hour'
+  group by 1;
+
+revoke all on public.task_throughput from anon, authenticated;
+grant select on public.task_throughput to authenticated, service_role;
+
+comment on view public.task_throughput is 'Tasks that ended in each minute of the last hour (of those the reader may see): completed, failed, and cancelled or rejected.';

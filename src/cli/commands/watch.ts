@@ -17,7 +17,7 @@ async function listen(client: BatonClient, onEvent: (event: BoardEvent) => void)
   const emitAll = (event: 'work' | 'task') => (tasks: PushedTask[]) => {
     for (const t of tasks) onEvent({ at: new Date().toISOString(), event, task_id: t.id, status: t.status });
   };
-  const push = new PushListener(client, topics, { work: emitAll('work'), news: emitAll('task'), up: () => undefined }, silentLogger);
+  const push = new PushListener(client.db, topics, { work: emitAll('work'), news: emitAll('task'), up: () => undefined }, silentLogger);
   push.start();
   return push;
 }

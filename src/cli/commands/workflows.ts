@@ -122,6 +122,18 @@ Example:
       emit(config, await adminClient(config).listSchedules(), scheduleTable);
     });
 
+  for (const [verb, enabled] of [['pause', false], ['resume', true]] as const) {
+    schedule.command(`${verb} <name>`)
+      .description(enabled ? 'run a paused recurring hand-off again (a slot missed while paused fires once)' : 'stop making tasks for a recurring hand-off until it is resumed')
+      .addHelpText('after', `\nExample:\n  $ baton schedule ${verb} nightly-report`)
+      .action(async (name: string, _opts, command: Command) => {
+        const config = configOf(command);
+        const changed = await adminClient(config).setScheduleEnabled(name, enabled);
+        if (!changed) throw usageError(`no schedule named "${name}"`, 'baton schedule list shows them.');
+        emit(config, changed, (s) => `Schedule ${s.name} ${enabled ? `resumed: next at ${s.next_run_at}` : 'paused'}.`);
+      });
+  }
+
   schedule.command('remove <name>')
     .description('stop a recurring hand-off; the tasks it made stay')
     .addHelpText('after', '\nExample:\n  $ baton schedule remove nightly-report')

@@ -1,0 +1,200 @@
+/**
+ * `baton board`: a local web server for the board page and the small JSON + server-sent-events API
+ * behind it. The server holds the identity (an agent's token, or the operator's secret key), never the
+ * browser. The page is reached once with a random access token in the URL (as Jupyter does), which
+ * becomes an HttpOnly, SameSite=Strict session cookie; every write is a POST carrying that session's
+ * CSRF token; and a Host header that names another site is refused (DNS rebinding).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { BatonError } from '../errors.js';
+import { packageRoot } from '../stack/paths.js';
+import type { Logger } from '../logger.js';
+import { BoardData, type BoardAction } from './data.js';
+import { BoardFeed } from './feed.js';
+
+export interface BoardOptions {
+  data: BoardData;
+  host?: string;
+  port?: number;
+  /** The access token the URL carries; random unless given (tests, or a fixed bookmark). */
+  accessToken?: string;
+  log: Logger;
+  /** How often the board looks for changes push would not tell it of (its own hand-offs, an outage). */
+  pollMs?: number;
+}
+
+export interface Board {
+  /** The URL to open, with the access token. */
+  url: string;
+  origin: string;
+  accessToken: string;
+  close(): Promise<void>;
+}
+
+/** The page, bundled by `npm run build` (scripts/build-board.mjs). */
+const staticDir = path.join(packageRoot, 'dist', 'board', 'static');
+const assets: Record<string, string> = { '/board.js': 'text/javascript; charset=utf-8', '/board.css': 'text/css; charset=utf-8', '/favicon.svg': 'image/svg+xml' };
+const loopbacks = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+const cookieName = 'baton_board';
+const securityHeaders = {
+  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+class HttpError extends Error {
+  constructor(readonly status: number, message: string, readonly hint?: string, readonly code = `HTTP${status}`) {
+    super(message);
+  }
+}
+
+const same = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+export async function startBoard(options: BoardOptions): Promise<Board> {
+  const host = options.host ?? '127.0.0.1';
+  const accessToken = options.accessToken ?? crypto.randomBytes(24).toString('base64url');
+  const sessions = new Map<string, { csrf: string }>();
+  const feed = new BoardFeed(options.data, options.log, options.pollMs ?? 1000);
+  const { data, log } = options;
+  let port = 0;
+
+  const hostAllowed = (header: string | undefined) => {
+    if (!loopbacks.has(host)) return true;
+    const name = (header ?? '').replace(/:\d+$/, '');
+    return loopbacks.has(name);
+  };
+
+  function session(req: http.IncomingMessage): { csrf: string } | undefined {
+    const auth = req.headers.authorization;
+    if (auth?.startsWith('Bearer ') && same(auth.slice(7), accessToken)) return { csrf: '' };
+    const cookie = (req.headers.cookie ?? '').split(/;\s*/).find((c) => c.startsWith(`${cookieName}=`));
+    return cookie ? sessions.get(cookie.slice(cookieName.length + 1)) : undefined;
+  }
+
+  const send = (res: http.ServerResponse, status: number, body: string | Buffer, type: string, extra: Record<string, string> = {}) => {
+    res.writeHead(status, { ...securityHeaders, 'content-type': type, ...extra });
+    res.end(body);
+  };
+  const json = (res: http.ServerResponse, status: number, value: unknown) => send(res, status, JSON.stringify(value), 'application/json; charset=utf-8');
+
+  async function body(req: http.IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > 64 * 1024) throw new HttpError(413, 'the request is larger than 64 KiB');
+      chunks.push(chunk as Buffer);
+    }
+    try {
+      return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+    } catch {
+      throw new HttpError(400, 'the request body is not JSON', 'Send a JSON object.');
+    }
+  }
+
+  async function api(req: http.IncomingMessage, res: http.ServerResponse, url: URL, csrf: string): Promise<void> {
+    const route = url.pathname.slice('/api/'.length);
+    if (req.method === 'POST') {
+      // A form or script on another site cannot read the CSRF token, so it cannot send it.
+      const given = String(req.headers['x-csrf-token'] ?? '');
+      if (!csrf || !same(given, csrf)) throw new HttpError(403, 'a write needs the page\'s CSRF token', 'Reload the board and try again.', 'CSRF');
+      if (route !== 'actions') throw new HttpError(404, `no action at ${url.pathname}`);
+      return json(res, 200, await data.act(await body(req) as BoardAction));
+    }
+    if (req.method !== 'GET') throw new HttpError(405, `${req.method} is not served; reads are GET, actions POST /api/actions`);
+    const parts = route.split('/').map(decodeURIComponent);
+    switch (parts[0]) {
+      case 'session': return json(res, 200, { ...data.who, csrf, push: feed.pushUp });
+      case 'overview': return json(res, 200, await data.overview());
+      case 'agents': return json(res, 200, await data.agents());
+      case 'tasks':
+        if (parts.length === 1) return json(res, 200, await data.tasks(Object.fromEntries(url.searchParams)));
+        if (parts.length === 2) return json(res, 200, await data.task(parts[1]!));
+        if (parts.length === 4 && parts[2] === 'artifacts') return download(res, parts[1]!, parts[3]!);
+        break;
+      case 'dead-letters': return json(res, 200, await data.deadLetters());
+      case 'schedules': return json(res, 200, await data.schedules());
+      case 'events': return feed.stream(req, res, securityHeaders);
+    }
+    throw new HttpError(404, `nothing at ${url.pathname}`);
+  }
+
+  async function download(res: http.ServerResponse, taskId: string, name: string) {
+    const a = await data.artifact(taskId, name);
+    if (!a.content) return json(res, 200, { uri: a.uri });
+    // Served as a download, never rendered here: an artifact is whatever an agent wrote.
+    send(res, 200, a.content, a.mediaType.startsWith('text/') || a.mediaType.includes('json') ? `${a.mediaType}; charset=utf-8` : 'application/octet-stream', {
+      'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(name)}`,
+      'content-security-policy': "default-src 'none'; sandbox",
+    });
+  }
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (!hostAllowed(req.headers.host)) throw new HttpError(403, 'the Host header names another site', 'Open the URL baton board printed.');
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+    const given = url.searchParams.get('token');
+    if (given !== null) {
+      if (!same(given, accessToken)) throw new HttpError(401, 'that access token is not this board\'s', 'Open the URL baton board printed.');
+      const id = crypto.randomBytes(24).toString('base64url');
+      sessions.set(id, { csrf: crypto.randomBytes(24).toString('base64url') });
+      url.searchParams.delete('token');
+      // The token leaves the address bar (and history) at once; the session cookie stands for it.
+      res.writeHead(303, { ...securityHeaders, location: `${url.pathname}${url.search}`, 'set-cookie': `${cookieName}=${id}; HttpOnly; SameSite=Strict; Path=/` });
+      return void res.end();
+    }
+    if (req.method === 'GET' && assets[url.pathname]) {
+      return send(res, 200, fs.readFileSync(path.join(staticDir, url.pathname.slice(1))), assets[url.pathname]!, { 'cache-control': 'no-cache' });
+    }
+    const me = session(req);
+    if (!me) {
+      if (url.pathname.startsWith('/api/')) throw new HttpError(401, 'this board needs its access token', 'Open the URL baton board printed (it carries ?token=…).');
+      return send(res, 401, fs.readFileSync(path.join(staticDir, 'locked.html')), 'text/html; charset=utf-8');
+    }
+    if (url.pathname.startsWith('/api/')) return api(req, res, url, me.csrf);
+    if (req.method !== 'GET') throw new HttpError(405, `${req.method} ${url.pathname} is not served`);
+    return send(res, 200, fs.readFileSync(path.join(staticDir, 'index.html')), 'text/html; charset=utf-8');
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const status = err instanceof HttpError ? err.status : err instanceof BatonError ? statusOf(err) : err instanceof Error && err.name === 'ZodError' ? 400 : 500;
+      const payload = err instanceof HttpError ? { code: err.code, message: err.message, hint: err.hint ?? null }
+        : err instanceof BatonError ? { code: err.code, message: err.message, hint: err.hint }
+          : err instanceof Error && err.name === 'ZodError' ? { code: 'BAD_REQUEST', message: err.message, hint: 'Check the values sent.' }
+            : { code: 'INTERNAL', message: 'the board could not answer', hint: 'See the board\'s log.' };
+      if (status >= 500) log.error({ err, url: req.url }, 'board request failed');
+      if (!res.headersSent) json(res, status, payload);
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  port = (server.address() as AddressInfo).port;
+  await feed.start();
+  const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return {
+    url: `${origin}/?token=${accessToken}`,
+    origin,
+    accessToken,
+    async close() {
+      await feed.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The HTTP status a refusal from the database is shown with. */
+function statusOf(err: BatonError): number {
+  if (err.code === 'BT006') return 401;
+  if (err.name === 'NotFoundError') return 404;
+  if (err.name === 'ForbiddenError' || err.code === '42501' || err.code === 'BT003') return 403;
+  return 409;
+}

@@ -1,0 +1,229 @@
+/**
+ * The web board in a real browser (Debian's headless Chromium, driven by playwright-core) against a real
+ * stack of its own: the page loads clean, a CLI hand-off appears and moves as a daemon runs it, its page
+ * shows the history, the artifact's hash and the lineage graph, a dead letter is retried from the page,
+ * an agent's board sees none of a stranger's tasks, a request without the access token is refused, and
+ * axe finds no accessibility violation. Screenshots of each view go to test-results/board/.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import axe from 'axe-core';
+import { BoardData } from '../src/board/data.js';
+import { startBoard, type Board } from '../src/board/server.js';
+import { silentLogger } from '../src/logger.js';
+import { cliAs } from './cli.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { agentKey } from './keys-mode.js';
+import { ownStack } from './own-stack.js';
+
+const chromiumPath = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p && fs.existsSync(p));
+if (!chromiumPath) {
+  console.warn('board.test.ts skipped: no Chromium found (apt-get install chromium, or set CHROMIUM_PATH); .ci/run installs it.');
+}
+/** The status of a GET sent with this Host header (fetch will not send one of its own choosing). */
+const statusWithHost = (url: string, host: string, token: string) => new Promise<number>((resolve, reject) => {
+  http.get(url, { headers: { host, authorization: `Bearer ${token}` } }, (res) => { res.resume(); resolve(res.statusCode!); }).on('error', reject);
+});
+const shots = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'test-results', 'board');
+
+describe.skipIf(!chromiumPath)('baton board in a browser', () => {
+  const own = ownStack('board');
+  let browser: Browser;
+  let operator: Board;
+  const errorsOf = new Map<Page, string[]>();
+
+  beforeAll(async () => {
+    fs.mkdirSync(shots, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    operator = await startBoard({ data: new BoardData({ kind: 'operator', admin: own.admin }), log: silentLogger });
+  });
+  afterAll(async () => {
+    await operator?.close();
+    await browser?.close();
+  });
+
+  /** A page of `board`, signed in through its URL, that records every console error and page error. */
+  async function open(board: Board, hash = ''): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    errorsOf.set(page, errors);
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(board.url);
+    if (hash) await page.goto(`${board.origin}/${hash}`);
+    return page;
+  }
+  const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+  const statusIn = (page: Page, taskId: string) => page.locator(`tr[data-task="${taskId}"] .badge`).first().textContent();
+
+  it('refuses every request without the access token, and a write without the CSRF token', async () => {
+    const api = await fetch(`${operator.origin}/api/tasks`);
+    expect(api.status).toBe(401);
+    expect(await api.json()).toMatchObject({ message: 'this board needs its access token', hint: expect.stringContaining('?token=') });
+    const page = await fetch(`${operator.origin}/`);
+    expect(page.status).toBe(401);
+    expect(await page.text()).toContain('This board needs its access token');
+    expect((await fetch(`${operator.origin}/?token=not-it`)).status).toBe(401);
+    expect((await fetch(`${operator.origin}/api/session`, { headers: { cookie: 'baton_board=made-up' } })).status).toBe(401);
+    // A page of another site that resolves to this address (DNS rebinding) is refused by its Host.
+    expect(await statusWithHost(`${operator.origin}/api/session`, 'evil.example', operator.accessToken)).toBe(403);
+    expect(await statusWithHost(`${operator.origin}/api/session`, 'localhost', operator.accessToken)).toBe(200);
+
+    const signedIn = await fetch(operator.url, { redirect: 'manual' });
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.get('location')).toBe('/');
+    const cookie = signedIn.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    const session = cookie.split(';')[0]!;
+    const noCsrf = await fetch(`${operator.origin}/api/actions`, { method: 'POST', headers: { cookie: session, 'content-type': 'application/json' }, body: '{"action":"pause","schedule":"x"}' });
+    expect(noCsrf.status).toBe(403);
+    expect(await noCsrf.json()).toMatchObject({ code: 'CSRF' });
+    const { csrf } = await (await fetch(`${operator.origin}/api/session`, { headers: { cookie: session } })).json() as { csrf: string };
+    const withCsrf = await fetch(`${operator.origin}/api/actions`, { method: 'POST', headers: { cookie: session, 'x-csrf-token': csrf, 'content-type': 'application/json' }, body: '{"action":"pause","schedule":"no-such-schedule"}' });
+    expect(await withCsrf.json()).toMatchObject({ message: 'no schedule named "no-such-schedule"' });
+  });
+
+  it('shows a CLI hand-off appear and move as a daemon runs it, and its history, artifact hash and lineage', async () => {
+    const lead = await own.newAgent('lead', { capabilities: ['plan'] });
+    const coder = await own.newAgent('coder', { capabilities: ['code'] });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    await daemon(coder, {
+      url: own.env.SUPABASE_URL, ...agentKey(own.env),
+      executors: {
+        '*': async (task, ctx) => {
+          if (task.parent_task_id) return { status: 'success', summary: 'checked' };
+          await ctx.progress('parsing', 40);
+          await held;
+          await ctx.artifact('parser.json', { json: { ast: { kind: 'module', body: [1, 2, 3] } } });
+          await ctx.handoff({ to: coder.id, title: 'Check the parser' });
+          return { status: 'success', summary: 'parsed it' };
+        },
+      },
+    });
+    const page = await open(operator, '#/agents');
+    await page.locator(`tr[data-agent="${coder.id}"]`).waitFor();
+    expect(await page.locator(`tr[data-agent="${coder.id}"]`).textContent()).toContain('online');
+    // The operator's board listens on the new agents' topics too: push, not polling, carries what follows.
+    await eventually(async () => (await page.locator('.live').textContent()) === 'live', 20_000, 'push to be up on the page');
+    await shoot(page, 'agents');
+
+    await page.goto(`${operator.origin}/#/tasks`);
+    await page.locator('table.tasks').waitFor();
+    const cli = cliAs(lead.token, own.env);
+    const handedAt = Date.now();
+    const handed = await cli('handoff', coder.id, 'Write the parser', '--payload', '{"lang": "ts"}', '--json');
+    expect(handed.code, handed.stderr).toBe(0);
+    const taskId = (JSON.parse(handed.stdout) as { id: string }).id;
+    await page.locator(`tr[data-task="${taskId}"]`).waitFor({ timeout: 20_000 });
+    console.log(`board: the CLI's hand-off appeared on the open page ${Date.now() - handedAt} ms after the CLI was started`);
+    await eventually(async () => (await statusIn(page, taskId)) === 'in progress', 20_000, 'the task in progress on the page');
+    await shoot(page, 'tasks');
+    release();
+    await eventually(async () => (await statusIn(page, taskId)) === 'completed', 20_000, 'the task completed on the page');
+
+    await page.locator(`tr[data-task="${taskId}"] a.task-link`).click();
+    await page.locator('#task-title').waitFor();
+    expect(await page.locator('#task-title').textContent()).toContain('Write the parser');
+    const history = await page.locator('.timeline li').evaluateAll((items) => items.map((li) => li.getAttribute('data-to')));
+    expect(history).toEqual(['pending', 'in_progress', 'completed']);
+    const [stored] = await own.admin.db.from('task_artifacts').select('sha256').eq('task_id', taskId).then((r) => r.data!);
+    expect(await page.locator('tr[data-artifact="parser.json"] .hash').textContent()).toBe(stored!.sha256);
+    const child = await eventually(async () => (await own.admin.db.from('task_handoffs').select('id').eq('parent_task_id', taskId)).data?.[0]);
+    await page.locator(`.graph [data-task="${child.id}"]`).waitFor();
+    expect(await page.locator('.graph .node').count()).toBe(2);
+    expect(await page.locator(`.graph .edge[data-from="${taskId}"][data-to="${child.id}"]`).count()).toBe(1);
+    await page.locator('.artifact-json > summary').click();
+    await page.locator('.artifact-json .json-key', { hasText: 'ast' }).waitFor();
+    await shoot(page, 'task');
+    expect(errorsOf.get(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('retries a dead letter from the page, and shows the database\'s refusal where the operator may not act', async () => {
+    const sender = await own.newAgent('sender');
+    const worker = await own.newAgent('worker');
+    const doomed = await sender.client.handoff({ to: worker.id, title: 'Doomed', maxAttempts: 1, allowOffline: true });
+    const [claimed] = await worker.client.claimNext();
+    await worker.client.start(doomed.id, claimed!.claim_token);
+    await worker.client.fail(doomed.id, claimed!.claim_token, 'the disk is full');
+    const page = await open(operator, '#/dead-letters');
+    const row = page.locator(`tr[data-task="${doomed.id}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('the disk is full');
+    await shoot(page, 'dead-letters');
+    await row.getByRole('button', { name: 'Retry' }).click();
+    await row.getByText('retried as').waitFor();
+    const { data: retries } = await own.admin.db.from('task_handoffs').select('id,status,from_agent,to_agent').eq('retry_of', doomed.id);
+    expect(retries).toEqual([expect.objectContaining({ status: 'pending', from_agent: sender.id, to_agent: worker.id })]);
+
+    // Cancelling is the sender's: the operator's board shows the database's refusal, code and hint.
+    await page.goto(`${operator.origin}/#/task/${retries![0]!.id}`);
+    await page.getByRole('button', { name: 'Cancel task' }).click();
+    const refusal = page.locator('.actions [role="alert"]');
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toMatch(/BT006/);
+    expect((await own.admin.db.from('task_handoffs').select('status').eq('id', retries![0]!.id).single()).data!.status).toBe('pending');
+    await page.close();
+  });
+
+  it('as an agent, shows what that agent may see and none of a stranger\'s tasks', async () => {
+    const me = await own.newAgent('me');
+    const friend = await own.newAgent('friend');
+    const strangerA = await own.newAgent('stranger');
+    const strangerB = await own.newAgent('stranger');
+    const mine = await me.client.handoff({ to: friend.id, title: 'Mine to see', allowOffline: true });
+    const theirs = await strangerA.client.handoff({ to: strangerB.id, title: 'Not for me', allowOffline: true });
+    const board = await startBoard({ data: new BoardData({ kind: 'agent', client: me.client }), log: silentLogger });
+    try {
+      const page = await open(board, '#/tasks');
+      await page.locator(`tr[data-task="${mine.id}"]`).waitFor();
+      const shown = await page.locator('tr[data-task]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-task')));
+      expect(shown).toEqual([mine.id]);
+      expect(await page.locator('.whoami').textContent()).toContain(`agent ${me.id}`);
+      await shoot(page, 'tasks-as-agent');
+      const api = (p: string) => page.evaluate((u) => fetch(u).then(async (r) => ({ status: r.status, body: await r.json() })), `/api/${p}`);
+      expect((await api(`tasks/${theirs.id}`)).status).toBe(404);
+      expect((await api(`tasks?agent=${strangerA.id}`)).body.rows).toEqual([]);
+      expect((await api('overview')).body.byStatus.pending).toBe(1);
+      await page.close();
+    } finally {
+      await board.close();
+    }
+  });
+
+  it('has no accessibility violations on any view, light or dark, and no console errors', async () => {
+    const page = await open(operator);
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.evaluate((s) => localStorage.setItem('baton-theme', s), scheme);
+      for (const view of ['#/', '#/agents', '#/tasks', '#/dead-letters', '#/schedules']) {
+        await page.goto(`${operator.origin}/${view}`);
+        await page.reload();
+        await page.locator('main h2, main .cards').first().waitFor();
+        await page.waitForLoadState('networkidle').catch(() => undefined);
+        // The page's CSP allows no inline script; axe is evaluated through the DevTools protocol instead.
+        await page.evaluate(axe.source);
+        const violations = await page.evaluate(async () => {
+          const result = await (window as unknown as { axe: typeof axe }).axe.run(document, { resultTypes: ['violations'] });
+          return result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+        });
+        expect(violations, `${view} in ${scheme}`).toEqual([]);
+      }
+      await shoot(page, `overview-${scheme}`);
+    }
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${operator.origin}/#/tasks`);
+    await page.locator('table.tasks').waitFor();
+    await shoot(page, 'tasks-phone');
+    expect(errorsOf.get(page)).toEqual([]);
+    await page.close();
+  });
+});

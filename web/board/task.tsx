@@ -1,0 +1,125 @@
+/** One task: what it is, what it produced, its history and thread, its chain, and what one may do to it. */
+import { useState } from 'preact/hooks';
+import { act, get, type Session, type TaskDetail } from './api';
+import { LineageGraph } from './graph';
+import { ActionButton, Badge, JsonTree, Loading, Problem, Section, TaskLink, When, short, statusLabel, useLoad } from './ui';
+
+const openStatuses = ['pending', 'claimed', 'in_progress', 'input_required'];
+const size = (n: number | null) => (n === null ? '—' : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
+
+export function TaskView({ id, session }: { id: string; session: Session }) {
+  const { data, error, reload } = useLoad(() => get<TaskDetail>(`tasks/${id}`), [id]);
+  if (!data) return <><Problem error={error} />{!error && <Loading what={`task ${short(id)}`} />}</>;
+  const { task } = data;
+  const result = task.result as { summary?: string } | null;
+  return (
+    <article aria-labelledby="task-title">
+      <p><a href="#/tasks">← all tasks</a></p>
+      <h2 id="task-title">{task.title} <Badge status={task.status} /></h2>
+      <Problem error={error} />
+      <dl class="facts">
+        <dt>Id</dt><dd><code>{task.id}</code></dd>
+        <dt>From → to</dt><dd>{task.from_agent} → {task.to_agent ?? `anyone with ${task.required_capabilities.join(', ') || 'no capability'}`}</dd>
+        <dt>Held by</dt><dd>{task.claimed_by ?? '—'}</dd>
+        <dt>Priority</dt><dd>{task.priority}</dd>
+        <dt>Attempts</dt><dd>{task.attempts} of {task.max_attempts}</dd>
+        <dt>Created</dt><dd><When at={task.created_at} /></dd>
+        {task.status_reason && <><dt>Reason</dt><dd>{task.status_reason}</dd></>}
+        {task.progress_message && <><dt>Progress</dt><dd>{task.progress_message}{task.progress_percent !== null && ` (${task.progress_percent}%)`}</dd></>}
+        {task.retry_of && <><dt>Retry of</dt><dd><TaskLink id={task.retry_of} /></dd></>}
+        {data.retries.length > 0 && <><dt>Retried as</dt><dd>{data.retries.map((r) => <span key={r.id}><TaskLink id={r.id} /> <Badge status={r.status} /> </span>)}</dd></>}
+      </dl>
+      {task.description && <p class="description">{task.description}</p>}
+      <Actions detail={data} session={session} done={reload} />
+      <Section title="Lineage" id="lineage">
+        <LineageGraph nodes={data.chain} current={task.id} />
+      </Section>
+      <Section title="Result" id="result">
+        {task.result === null ? <p class="muted">No result yet.</p> : <>{result?.summary && <p>{result.summary}</p>}<JsonTree value={task.result} /></>}
+      </Section>
+      <Section title="Artifacts" id="artifacts">
+        {data.artifacts.length === 0 ? <p class="muted">None attached.</p> : (
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="artifacts (scrolls)">
+            <table>
+              <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Size</th><th scope="col">SHA-256</th><th scope="col">By</th></tr></thead>
+              <tbody>
+                {data.artifacts.map((a) => (
+                  <tr key={a.name} data-artifact={a.name}>
+                    <td>{a.uri ? <a href={a.uri} rel="noreferrer noopener">{a.name}</a> : <a href={`/api/tasks/${task.id}/artifacts/${encodeURIComponent(a.name)}`} download={a.name}>{a.name}</a>}</td>
+                    <td>{a.media_type}</td>
+                    <td>{size(a.size_bytes)}</td>
+                    <td><code class="hash">{a.sha256 ?? '—'}</code></td>
+                    <td>{a.producer}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {data.artifacts.filter((a) => !a.uri && a.media_type.includes('json')).map((a) => <ArtifactJson key={a.name} taskId={task.id} name={a.name} />)}
+      </Section>
+      <Section title="Payload" id="payload"><JsonTree value={task.payload} open={false} /></Section>
+      <Section title="History" id="history">
+        <ol class="timeline">
+          {data.events.map((e) => (
+            <li key={e.id} data-to={e.to_status}>
+              <When at={e.at} /> <strong>{e.actor}</strong> {e.from_status ? <>moved it from {statusLabel(e.from_status)} to <Badge status={e.to_status} /></> : <>created it as <Badge status={e.to_status} /></>}
+              {e.note && <div class="muted">{e.note}</div>}
+            </li>
+          ))}
+        </ol>
+      </Section>
+      <Section title="Thread" id="thread">
+        {data.messages.length === 0 ? <p class="muted">No messages on this task.</p> : (
+          <ol class="thread">
+            {data.messages.map((m) => (
+              <li key={m.id} class={`msg k-${m.kind}`}>
+                <div class="muted"><span class="chip">{m.kind}</span> {m.from_agent} → {m.to_agent ?? 'everyone'} · <When at={m.created_at} /></div>
+                {typeof (m.body as { text?: unknown })?.text === 'string' ? <p>{(m.body as { text: string }).text}</p> : <JsonTree value={m.body} open={false} />}
+              </li>
+            ))}
+          </ol>
+        )}
+      </Section>
+    </article>
+  );
+}
+
+function ArtifactJson({ taskId, name }: { taskId: string; name: string }) {
+  const { data, error } = useLoad(() => fetch(`/api/tasks/${taskId}/artifacts/${encodeURIComponent(name)}`).then((r) => r.json()), [taskId, name]);
+  return (
+    <details class="artifact-json">
+      <summary>{name} as a tree</summary>
+      <Problem error={error} />
+      {data !== undefined && <JsonTree value={data} />}
+    </details>
+  );
+}
+
+/** Cancel, reassign and answer are the sender's; retry the sender's or the operator's. The database decides. */
+function Actions({ detail, session, done }: { detail: TaskDetail; session: Session; done(): void }) {
+  const { task } = detail;
+  const [answer, setAnswer] = useState('');
+  const [to, setTo] = useState('');
+  const mine = session.kind === 'operator' || session.id === task.from_agent;
+  const open = openStatuses.includes(task.status);
+  if (!mine || !(open || task.status === 'failed')) return null;
+  return (
+    <div class="actions" aria-label="actions">
+      {task.status === 'input_required' && (
+        <form class="inline" onSubmit={(e) => e.preventDefault()}>
+          <label>Answer the question<textarea value={answer} onInput={(e) => setAnswer((e.target as HTMLTextAreaElement).value)} rows={2} /></label>
+          <ActionButton label="Send answer" kind="primary" run={() => act({ action: 'answer', task: task.id, text: answer })} done={() => { setAnswer(''); done(); }} />
+        </form>
+      )}
+      {open && task.status !== 'input_required' && (
+        <form class="inline" onSubmit={(e) => e.preventDefault()}>
+          <label>Reassign to<input value={to} onInput={(e) => setTo((e.target as HTMLInputElement).value)} placeholder="agent id" /></label>
+          <ActionButton label="Reassign" run={() => act({ action: 'reassign', task: task.id, to })} done={done} />
+        </form>
+      )}
+      {open && <ActionButton label="Cancel task" kind="danger" run={() => act({ action: 'cancel', task: task.id, reason: 'cancelled from the board' })} done={done} />}
+      {task.status === 'failed' && <ActionButton label="Retry" kind="primary" run={() => act({ action: 'retry', task: task.id })} done={done} />}
+    </div>
+  );
+}
