@@ -8,6 +8,10 @@
  *
  * Progress streams while it runs; at the end it prints the lineage tree and the artifacts, stops
  * everything it started and exits 0. No LLM, no network.
+ *
+ * With --board (npm run demo -- --board) it also serves the web board, slows each step to a pace a
+ * person can follow, waits for Enter before the first hand-off (at a terminal), and keeps everything
+ * running after the chain is done until Ctrl-C.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,11 +22,15 @@ import { createAdminClient, createBatonClient, parseSigningKey, startStack, type
 import { bytes, lineageTree, shortId } from '../src/text/render.js';
 import { demoFinished, demoRequest } from '../src/demo/executors.js';
 import { freePort } from '../src/stack/ports.js';
+import { BoardData } from '../src/board/data.js';
+import { startBoard, type Board } from '../src/board/server.js';
+import { silentLogger } from '../src/logger.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'dist', 'cli', 'index.js');
 const executors = path.join(root, 'dist', 'demo', 'executors.js');
-const TIMEOUT_MS = 60_000;
+const withBoard = process.argv.includes('--board');
+const TIMEOUT_MS = withBoard ? 180_000 : 60_000;
 const t0 = Date.now();
 const say = (text: string) => process.stdout.write(`${text}\n`);
 const clock = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s`;
@@ -30,6 +38,12 @@ const clock = () => `${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s`;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-demo-'));
 fs.chmodSync(dir, 0o755); // as root, Postgres runs as "postgres" and must enter it
 const daemons: ChildProcess[] = [];
+let board: Board | undefined;
+// However this process ends (Ctrl-C included), its daemons and its folder go with it.
+process.on('exit', () => {
+  for (const d of daemons) d.kill('SIGTERM');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
 let exitCode = 1;
 
 say('Starting the embedded stack (Postgres, migrations via the Supabase CLI, PostgREST, gateway)…');
@@ -55,13 +69,25 @@ try {
     const log = fs.openSync(path.join(dir, `${member.id}.log`), 'a');
     daemons.push(spawn(process.execPath, [cli, 'agent', 'run', '--config', config], {
       stdio: ['ignore', log, log],
-      env: { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, LOG_LEVEL: 'info' },
+      env: {
+        ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, LOG_LEVEL: 'info',
+        ...(withBoard ? { BATON_DEMO_STEP_MS: '2500' } : {}),
+      },
     }));
   }
   say(`${clock()}  started 3 daemons as separate processes: ${team.map((m) => m.id).join(', ')}`);
 
   const { token } = await admin.createAgent({ id: 'lead', displayName: 'the person asking' });
   const lead = createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token });
+  if (withBoard) {
+    board = await startBoard({ data: new BoardData({ kind: 'operator', admin }), log: silentLogger });
+    say(`\n${clock()}  the board, as the operator: ${board.url}`);
+    if (process.stdin.isTTY) {
+      say('         open it in a browser, then press Enter to hand off the first task');
+      await new Promise((resolve) => process.stdin.once('data', resolve));
+      process.stdin.pause();
+    }
+  }
   const task = await lead.handoff(demoRequest);
   say(`${clock()}  lead → researcher: "${task.title}" (${shortId(task.id)}), expecting competitors.json\n`);
 
@@ -93,6 +119,12 @@ try {
   }
   say(`\nDone in ${clock().trim()}: ${chain.length} tasks, handed along by the agents with nobody in the middle.`);
   exitCode = 0;
+  if (board) {
+    say(`\nThe board stays up at ${board.url}\nCtrl-C${process.stdin.isTTY ? ' or Enter' : ''} stops it, the daemons and the stack.`);
+    // On Ctrl-C the embedded Postgres's exit hook stops the database and ends this process; the exit
+    // handler above ends the daemons and removes the folder then.
+    await new Promise((resolve) => { if (process.stdin.isTTY) process.stdin.resume().once('data', resolve); });
+  }
 } catch (err) {
   say(`\ndemo failed: ${(err as Error).message}`);
   for (const member of ['researcher', 'coder', 'auditor']) {
@@ -100,8 +132,10 @@ try {
     if (fs.existsSync(log)) say(`--- ${member}.log (last lines)\n${fs.readFileSync(log, 'utf8').trim().split('\n').slice(-8).join('\n')}`);
   }
 } finally {
+  await board?.close();
   await Promise.all(daemons.map((d) => new Promise<void>((resolve) => {
-    if (d.exitCode !== null) return resolve();
+    // Already gone (by exit or by a signal): its exit event will not come again.
+    if (d.exitCode !== null || d.signalCode !== null) return resolve();
     d.once('exit', () => resolve());
     d.kill('SIGTERM');
   })));

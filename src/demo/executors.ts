@@ -9,7 +9,9 @@ import { finalStatuses } from '../schemas.js';
 interface Competitor { name: string; url: string; pricing?: string }
 interface Comparison { name: string; api_style: string; auth: string; rate_limit: string; pricing: string | null }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long each step dawdles: long enough to watch (`npm run demo -- --board` sets 2500), short by default. */
+const stepMs = Number(process.env.BATON_DEMO_STEP_MS ?? 200);
+const pause = () => new Promise((resolve) => setTimeout(resolve, stepMs));
 
 export const competitorsSchema = {
   type: 'object',
@@ -57,7 +59,7 @@ export function demoFinished(chain: LineageRow[]): boolean {
 /** Finds three competitors (one without published pricing) and asks the coder to compare their APIs. */
 export const research: Handler = async (task, ctx) => {
   await ctx.progress('searching the market', 30);
-  await pause(200);
+  await pause();
   const competitors: Competitor[] = [
     { name: 'Acme Queue', url: 'https://acme-queue.example', pricing: '$49 per month' },
     { name: 'RelayHub', url: 'https://relayhub.example', pricing: '$0.40 per 1,000 tasks' },
@@ -96,7 +98,7 @@ export const compare: Handler = async (task, ctx) => {
       pricing: c.pricing ?? null,
     }));
   }
-  await pause(200);
+  await pause();
   await ctx.artifact('api-comparison.json', { json: { rows } });
   return {
     status: 'success',
@@ -116,7 +118,7 @@ export const audit: Handler = async (_task, ctx: ExecutorContext) => {
     ...research.competitors.filter((c) => !comparison.rows.some((r) => r.name === c.name)).map((c) => `${c.name} is missing`),
     ...comparison.rows.filter((r) => r.pricing === null).map((r) => `${r.name} has no pricing`),
   ];
-  await pause(200);
+  await pause();
   await ctx.artifact('audit.json', { json: { passed: problems.length === 0, problems } });
   if (problems.length === 0) return { status: 'success', summary: 'the comparison passes the audit', artifacts: [{ name: 'audit.json', path: 'audit.json' }] };
   return {

@@ -8,8 +8,9 @@ import { useMemo } from 'preact/hooks';
 import type { ChainNode } from './api';
 import { short, statusLabel } from './ui';
 
-const W = 190;
+const W = 220;
 const H = 50;
+const clip = (text: string, n: number) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
 
 export function LineageGraph({ nodes, current }: { nodes: ChainNode[]; current: string }) {
   const layout = useMemo(() => {
@@ -50,8 +51,8 @@ export function LineageGraph({ nodes, current }: { nodes: ChainNode[]; current: 
           <a key={node.id} href={`#/task/${node.id}`} class={`node s-${node.status}${node.id === current ? ' current' : ''}`} data-task={node.id}
             aria-label={`${node.title}: ${statusLabel(node.status)}${node.producer ? `, by ${node.producer}` : ''}`}>
             <rect x={x} y={y} width={W} height={H} rx="6" />
-            <text x={x + 8} y={y + 19} class="node-title">{node.title.length > 24 ? `${node.title.slice(0, 23)}…` : node.title}</text>
-            <text x={x + 8} y={y + 38} class="node-meta">{`${short(node.id)} · ${statusLabel(node.status)}${node.producer ? ` · ${node.producer}` : node.to_agent ? ` → ${node.to_agent}` : ''}`}</text>
+            <text x={x + 8} y={y + 19} class="node-title">{clip(node.title, 27)}</text>
+            <text x={x + 8} y={y + 38} class="node-meta">{clip(`${short(node.id)} · ${statusLabel(node.status)}${node.producer ? ` · ${node.producer}` : node.to_agent ? ` → ${node.to_agent}` : ''}`, 34)}</text>
           </a>
         ))}
       </svg>
