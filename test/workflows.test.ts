@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { lineageTree } from '../src/text/render.js';
+import { setScheduleEnabled } from '../src/client/admin.js';
 import { DependencyError, type ExecutorContext, type Task } from '../src/index.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { baton, cliAs, parsed } from './cli.js';
@@ -378,6 +379,17 @@ describe('the CLI', () => {
     expect(bad.stderr).toMatch(/outside 0 to 23/);
     const nowhere = await operator('schedule', 'add', uniqueId('cli-nowhere'), '--cron', '0 6 * * *', '--from', lead.id, '--title', 'to nobody');
     expect(nowhere.code).toBe(2);
+    const paused = await operator('schedule', 'pause', name);
+    expect(paused.code, paused.stderr).toBe(0);
+    expect(paused.stdout).toBe(`Schedule ${name} paused.\n`);
+    expect((await admin.listSchedules()).find((s) => s.name === name)).toMatchObject({ enabled: false });
+    const resumed = await operator('schedule', 'resume', name);
+    expect(resumed.stdout).toMatch(new RegExp(`^Schedule ${name} resumed: next at \\d{4}-`));
+    expect((await admin.listSchedules()).find((s) => s.name === name)).toMatchObject({ enabled: true });
+    expect((await operator('schedule', 'pause', uniqueId('cli-none'))).code).toBe(2);
+    // A schedule is the operator's: an agent's direct write to it is refused, and nothing changes.
+    await expect(setScheduleEnabled(lead.client.db, name, false)).rejects.toMatchObject({ code: '42501' });
+    expect((await admin.listSchedules()).find((s) => s.name === name)).toMatchObject({ enabled: true });
     expect((await operator('schedule', 'remove', name)).code).toBe(0);
     expect((await operator('schedule', 'remove', name)).code).toBe(2);
   });
