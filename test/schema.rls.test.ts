@@ -30,7 +30,7 @@ describe('the schema', () => {
       `select c.relname, c.reloptions as options from pg_class c join pg_namespace n on n.oid = c.relnamespace
        where n.nspname = 'public' and c.relkind = 'v' order by 1`,
     );
-    expect(rows.map((r) => r.relname)).toEqual(['agent_presence', 'dead_letters', 'stuck_claims', 'task_lineage', 'task_queue', 'waiting_tasks']);
+    expect(rows.map((r) => r.relname)).toEqual(['agent_presence', 'dead_letters', 'stuck_claims', 'task_counts', 'task_lineage', 'task_queue', 'task_throughput', 'waiting_tasks']);
     expect(rows.filter((r) => !r.options?.includes('security_invoker=true'))).toEqual([]);
   });
 

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { packageRoot } from '../stack/paths.js';
+import { registerA2A } from './commands/a2a.js';
 import { registerAgent } from './commands/agent.js';
 import { registerArtifacts } from './commands/artifacts.js';
 import { registerBoard } from './commands/board.js';
@@ -68,6 +69,7 @@ Example:
   registerWorkflows(program);
   registerWatch(program);
   registerBoard(program);
+  registerA2A(program);
   registerMcp(program, version);
   registerProtocol(program);
   return program;

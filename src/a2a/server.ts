@@ -1,0 +1,177 @@
+/**
+ * `baton a2a`: Baton served over the Agent2Agent protocol (A2A 1.0, JSON-RPC binding), with the
+ * official SDK doing the wire format. Each Baton agent has an agent card and an endpoint; a message to
+ * it is a hand-off, made as the caller: the caller's bearer token is a Baton agent token, so
+ * `from_agent` stays the database's truth, a stranger sees nothing and every quota and limit applies.
+ *
+ *   /agents/<id>/                         JSON-RPC endpoint: hand off to that agent
+ *   /agents/<id>/.well-known/agent-card.json
+ *   /capabilities/<name>/                 JSON-RPC endpoint: offer the work to any agent with it
+ *   /capabilities/<name>/.well-known/agent-card.json
+ *   /, /.well-known/agent-card.json       the server's default agent (--agent), if it has one
+ */
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { A2A_PROTOCOL_VERSION, type AgentCard } from '@a2a-js/sdk';
+import { UnauthenticatedUser } from '@a2a-js/sdk/server';
+import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { createBatonClient, type BatonClient } from '../client/agent.js';
+import type { BatonDb } from '../client/connection.js';
+import type { Logger } from '../logger.js';
+import { Agent } from '../schemas.js';
+import { BatonA2AHandler, type Target } from './handler.js';
+
+export interface A2AServerOptions {
+  /** The Baton project, and the API key callers' tokens go with (publishable or legacy anon). */
+  url: string;
+  publishableKey?: string;
+  anonKey?: string;
+  /** Reads the agents the cards describe: the operator's client, or any agent's (every agent sees every agent). */
+  directory: BatonDb;
+  /** The agent `/` and `/.well-known/agent-card.json` stand for. */
+  defaultAgent?: string;
+  host?: string;
+  port?: number;
+  /** The address callers reach this server at, for the cards (default: http://host:port). */
+  publicUrl?: string;
+  log: Logger;
+}
+
+export interface A2AServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+const bearer = (req: Request) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+
+export async function startA2AServer(options: A2AServerOptions): Promise<A2AServer> {
+  const { log } = options;
+  const clients = new Map<string, { client: BatonClient; checked: number }>();
+  const app = express();
+  let base = options.publicUrl ?? '';
+
+  /** The caller as a Baton agent, or a 401 that says what to send. */
+  async function caller(req: Request): Promise<BatonClient> {
+    const token = bearer(req);
+    if (!token) throw Object.assign(new Error('A2A calls to Baton need a Baton agent token: Authorization: Bearer <token> (baton agent create <id> prints one)'), { status: 401 });
+    const known = clients.get(token);
+    if (known && Date.now() - known.checked < 60_000) return known.client;
+    let client: BatonClient;
+    try {
+      client = createBatonClient({ url: options.url, publishableKey: options.publishableKey, anonKey: options.anonKey, token });
+      // The database decides whether the token is live: never issued, revoked and expired ones are refused.
+      await client.agent(client.agentId);
+    } catch (err) {
+      throw Object.assign(new Error(`the token was refused: ${(err as Error).message}`), { status: 401 });
+    }
+    if (clients.size > 1000) clients.clear();
+    clients.set(token, { client, checked: Date.now() });
+    return client;
+  }
+
+  async function card(target: Target, path: string): Promise<AgentCard> {
+    const url = `${base}${path}`;
+    let name: string;
+    let description: string;
+    let skills: AgentCard['skills'];
+    if ('agent' in target) {
+      const { data, error } = await options.directory.from('agents').select('*').eq('id', target.agent).maybeSingle();
+      if (error) throw error;
+      if (!data) throw Object.assign(new Error(`no agent named "${target.agent}"`), { status: 404 });
+      const agent = Agent.parse(data);
+      name = agent.display_name ?? agent.id;
+      description = `Baton agent "${agent.id}"${agent.status_message ? `: ${agent.status_message}` : ''}. A message hands it a task; its results and artifacts come back as the task's.`;
+      skills = skillsOf(agent);
+    } else {
+      name = `Any Baton agent with "${target.capability}"`;
+      description = `Offers the work to every Baton agent holding the capability "${target.capability}"; the first to claim it does it.`;
+      skills = [skill(target.capability, target.capability, `Work needing "${target.capability}"`)];
+    }
+    return {
+      name, description, version: '1.0.0', iconUrl: undefined, documentationUrl: undefined,
+      supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION }],
+      provider: { organization: 'Baton', url: base },
+      capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+      securitySchemes: { baton: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A Baton agent token (baton agent create <id>): the caller acts as that agent.', scheme: 'bearer', bearerFormat: 'JWT' } } } },
+      securityRequirements: [{ schemes: { baton: { list: [] } } }],
+      defaultInputModes: ['text/plain', 'application/json'],
+      defaultOutputModes: ['text/plain', 'application/json', 'application/octet-stream'],
+      skills,
+      signatures: [],
+    };
+  }
+
+  const serveCard = (target: (req: Request) => Target | undefined, path: (req: Request) => string) =>
+    async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const t = target(req);
+        if (!t) return res.status(404).json({ error: 'this server has no default agent', hint: 'Start it with --agent <id>, or use /agents/<id>/.well-known/agent-card.json.' });
+        // The SDK's own card handler serves the card as JSON.stringify of its type, as this does.
+        return res.json(await card(t, path(req)));
+      } catch (err) {
+        next(err);
+      }
+    };
+
+  const serveRpc = (target: (req: Request) => Target | undefined) => async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const t = target(req);
+      if (!t) return res.status(404).json({ error: 'this server has no default agent', hint: 'Start it with --agent <id>, or post to /agents/<id>.' });
+      const client = await caller(req);
+      const path = 'agent' in t ? (req.baseUrl ? `/agents/${encodeURIComponent(t.agent)}/` : '/') : `/capabilities/${encodeURIComponent(t.capability)}/`;
+      const handler = new BatonA2AHandler(client, t, () => card(t, path), log);
+      return jsonRpcHandler({ requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() })(req, res, next);
+    } catch (err) {
+      next(err);
+    }
+  };
+
+  const agentTarget = (req: Request): Target => ({ agent: String(req.params.id) });
+  const capabilityTarget = (req: Request): Target => ({ capability: String(req.params.name) });
+  const defaultTarget = (): Target | undefined => (options.defaultAgent ? { agent: options.defaultAgent } : undefined);
+  app.get('/agents/:id/.well-known/agent-card.json', serveCard(agentTarget, (req) => `/agents/${encodeURIComponent(String(req.params.id))}/`));
+  app.get('/capabilities/:name/.well-known/agent-card.json', serveCard(capabilityTarget, (req) => `/capabilities/${encodeURIComponent(String(req.params.name))}/`));
+  app.get('/.well-known/agent-card.json', serveCard(defaultTarget, () => '/'));
+  // Mounted, so that the SDK's handler sees the endpoint as its root.
+  app.use('/agents/:id', express.json({ limit: '1mb' }), serveRpc(agentTarget));
+  app.use('/capabilities/:name', express.json({ limit: '1mb' }), serveRpc(capabilityTarget));
+  app.post('/', express.json({ limit: '1mb' }), serveRpc(defaultTarget));
+  app.use((err: Error & { status?: number }, _req: Request, res: Response, _next: NextFunction) => {
+    const status = err.status ?? 500;
+    if (status >= 500) log.error({ err }, 'A2A request failed');
+    res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: status === 401 ? -32001 : -32603, message: status >= 500 ? 'internal error' : err.message } });
+  });
+
+  const server: http.Server = await new Promise((resolve, reject) => {
+    const s = app.listen(options.port ?? 0, options.host ?? '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? '127.0.0.1';
+  base ||= `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return {
+    url: base,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const skill = (id: string, name: string, description: string): AgentCard['skills'][number] => ({
+  id, name, description, tags: [id], examples: [], inputModes: [], outputModes: [], securityRequirements: [],
+});
+
+/** The agent's skills_offered where it lists some ({id, name, description} or strings), else one per capability. */
+function skillsOf(agent: Agent): AgentCard['skills'] {
+  const offered = Array.isArray(agent.skills_offered) ? agent.skills_offered : [];
+  const named = offered.flatMap((s: unknown) => {
+    if (typeof s === 'string') return [skill(s, s, s)];
+    if (s && typeof s === 'object' && typeof (s as { name?: unknown }).name === 'string') {
+      const o = s as { id?: string; name: string; description?: string };
+      return [skill(o.id ?? o.name, o.name, o.description ?? o.name)];
+    }
+    return [];
+  });
+  return named.length ? named : agent.capabilities.map((c) => skill(c, c, `Work needing "${c}"`));
+}

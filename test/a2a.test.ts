@@ -1,0 +1,159 @@
+/**
+ * Baton over A2A, called with the official @a2a-js/sdk client (no hand-made A2A client) against the
+ * real stack: the card, a blocking message to an agent run by a daemon, a stream in order, the
+ * input-required round trip, cancel, list with paging, and tokens refused.
+ */
+import crypto from 'node:crypto';
+import { Role, TaskState, type Message, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
+import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startA2AServer, type A2AServer } from '../src/a2a/server.js';
+import { silentLogger } from '../src/logger.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { admin, newAgent, stack, type TestAgent } from './helpers.js';
+import { agentKey } from './keys-mode.js';
+
+let server: A2AServer;
+beforeAll(async () => {
+  server = await startA2AServer({ url: stack.SUPABASE_URL, ...agentKey(stack), directory: admin.db, log: silentLogger });
+});
+afterAll(() => server?.close());
+
+const factory = new ClientFactory();
+const as = (token: string) => ({ serviceParameters: { Authorization: `Bearer ${token}` } });
+const clientFor = (agentId: string): Promise<Client> => factory.createFromUrl(`${server.url}/agents/${agentId}/`);
+
+function send(text: string, extra: Partial<Message> = {}, returnImmediately = false): SendMessageRequest {
+  return {
+    tenant: '',
+    message: {
+      messageId: crypto.randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, extensions: [], metadata: {}, referenceTaskIds: [],
+      parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+      ...extra,
+    },
+    configuration: returnImmediately ? { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true } : undefined,
+    metadata: {},
+  };
+}
+
+/** A worker run by a daemon: asks when told to, attaches answer.json, sums the payload's numbers. */
+async function worker(): Promise<TestAgent> {
+  const agent = await newAgent('a2a-worker', { capabilities: ['math'] });
+  await daemon(agent, {
+    executors: {
+      '*': async (task, ctx) => {
+        await ctx.progress('adding', 50);
+        let unit = 'none';
+        if (task.title.includes('ask')) unit = await ctx.ask('Which unit?');
+        const numbers = (task.payload.numbers as number[] | undefined) ?? [];
+        await ctx.artifact('answer.json', { json: { sum: numbers.reduce((a, b) => a + b, 0), unit } });
+        return { status: 'success', summary: `summed in ${unit}` };
+      },
+    },
+  });
+  return agent;
+}
+
+describe('Baton over A2A, with the official client', () => {
+  it('publishes a valid card per agent, built from its capabilities', async () => {
+    const w = await newAgent('a2a-card', { capabilities: ['math', 'charts'] });
+    const client = await clientFor(w.id);
+    const card = await client.getAgentCard();
+    expect(card.name).toBe(w.id);
+    expect(card.capabilities?.streaming).toBe(true);
+    expect(card.skills.map((s) => s.id)).toEqual(['math', 'charts']);
+    expect(card.supportedInterfaces[0]).toMatchObject({ url: `${server.url}/agents/${w.id}/`, protocolBinding: 'JSONRPC' });
+    expect(Object.keys(card.securitySchemes)).toEqual(['baton']);
+  });
+
+  it('hands a message to an agent run by a daemon and answers with the completed task and its artifacts', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-caller')]);
+    const client = await clientFor(w.id);
+    const request = send('Add these numbers\nPlease be exact.');
+    request.message!.parts.push({ content: { $case: 'data', value: { numbers: [1, 2, 3] } }, metadata: undefined, filename: '', mediaType: 'application/json' });
+    const answer = await client.sendMessage(request, as(caller.token));
+    if (!('status' in answer)) throw new Error('expected a task');
+    expect(answer.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const artifact = answer.artifacts.find((a) => a.name === 'answer.json')!;
+    expect(artifact.parts[0]!.content).toEqual({ $case: 'data', value: { sum: 6, unit: 'none' } });
+    expect(artifact.metadata?.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(answer.artifacts.find((a) => a.name === 'result')!.parts[0]!.content).toMatchObject({ value: { status: 'success', summary: 'summed in none' } });
+    // The hand-off is an ordinary Baton task, sent as the caller (the database's truth, not the message's).
+    const task = await caller.client.getTask(answer.id);
+    expect(task).toMatchObject({ from_agent: caller.id, to_agent: w.id, title: 'Add these numbers', description: 'Add these numbers\nPlease be exact.', payload: { numbers: [1, 2, 3] } });
+  });
+
+  it('streams a task from submitted through working to completed, in order', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-stream')]);
+    const client = await clientFor(w.id);
+    const events: StreamResponse[] = [];
+    for await (const event of client.sendMessageStream(send('Add nothing'), as(caller.token))) events.push(event);
+    const kinds = events.map((e) => e.payload?.$case);
+    expect(kinds[0]).toBe('task');
+    const states = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' ? [e.payload.value.status!.state] : []));
+    expect(states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(states).toContain(TaskState.TASK_STATE_WORKING);
+    expect(states.indexOf(TaskState.TASK_STATE_WORKING)).toBeLessThan(states.indexOf(TaskState.TASK_STATE_COMPLETED));
+    expect(kinds).toContain('artifactUpdate');
+    const eventIds = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' && e.payload.value.metadata?.event_id ? [e.payload.value.metadata.event_id as number] : []));
+    expect(eventIds).toEqual([...eventIds].sort((a, b) => a - b));
+  });
+
+  it('shows a question as input-required, and takes the next message on the task as the answer', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-ask')]);
+    const client = await clientFor(w.id);
+    const asked = await client.sendMessage(send('Add and ask'), as(caller.token));
+    if (!('status' in asked)) throw new Error('expected a task');
+    expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(asked.status?.message?.parts[0]?.content).toEqual({ $case: 'text', value: 'Which unit?' });
+    const done = await client.sendMessage(send('metres', { taskId: asked.id, contextId: asked.contextId }), as(caller.token));
+    if (!('status' in done)) throw new Error('expected a task');
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(done.artifacts.find((a) => a.name === 'answer.json')!.parts[0]!.content).toEqual({ $case: 'data', value: { sum: 0, unit: 'metres' } });
+    expect(done.history.map((m) => m.parts[0]?.content?.value)).toEqual(expect.arrayContaining(['Which unit?', 'metres']));
+  });
+
+  it('cancels a task, and says a final one cannot be', async () => {
+    const [idle, caller] = await Promise.all([newAgent('a2a-idle'), newAgent('a2a-cancel')]);
+    const client = await clientFor(idle.id);
+    const submitted = await client.sendMessage(send('Wait forever', {}, true), as(caller.token));
+    if (!('status' in submitted)) throw new Error('expected a task');
+    expect(submitted.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    const cancelled = await client.cancelTask({ tenant: '', id: submitted.id, metadata: {} }, as(caller.token));
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect((await caller.client.getTask(submitted.id)).status).toBe('cancelled');
+    await expect(client.cancelTask({ tenant: '', id: submitted.id, metadata: {} }, as(caller.token))).rejects.toThrow(/final task cannot be cancelled/);
+  });
+
+  it('lists the caller\'s own tasks, page by page', async () => {
+    const [idle, caller] = await Promise.all([newAgent('a2a-list-to'), newAgent('a2a-list')]);
+    const client = await clientFor(idle.id);
+    const sent = [];
+    for (const title of ['first', 'second', 'third']) {
+      const t = await client.sendMessage(send(title, {}, true), as(caller.token));
+      sent.push((t as { id: string }).id);
+    }
+    const page1 = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken: '', statusTimestampAfter: undefined }, as(caller.token));
+    expect(page1.tasks.map((t) => t.id)).toEqual([sent[2], sent[1]]);
+    expect(page1.totalSize).toBe(3);
+    expect(page1.nextPageToken).not.toBe('');
+    const page2 = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken: page1.nextPageToken, statusTimestampAfter: undefined }, as(caller.token));
+    expect(page2.tasks.map((t) => t.id)).toEqual([sent[0]]);
+    expect(page2.nextPageToken).toBe('');
+  });
+
+  it('refuses no token and a forged one, and shows a stranger nothing', async () => {
+    const [idle, caller, stranger] = await Promise.all([newAgent('a2a-r-to'), newAgent('a2a-r-from'), newAgent('a2a-stranger')]);
+    const client = await clientFor(idle.id);
+    await expect(client.sendMessage(send('no token'))).rejects.toThrow();
+    const forged = await new SignJWT({ role: 'authenticated', agent_id: caller.id, jti: crypto.randomUUID() })
+      .setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode('not the project\'s secret'));
+    await expect(client.sendMessage(send('forged'), as(forged))).rejects.toThrow(/refused/);
+    const mine = await client.sendMessage(send('mine', {}, true), as(caller.token)) as { id: string };
+    await expect(client.getTask({ tenant: '', id: mine.id }, as(stranger.token))).rejects.toThrow(/not found|no task/i);
+    await expect(client.cancelTask({ tenant: '', id: mine.id, metadata: {} }, as(stranger.token))).rejects.toThrow(/not found|no task/i);
+    expect((await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 50, pageToken: '', statusTimestampAfter: undefined }, as(stranger.token))).tasks).toEqual([]);
+    await eventually(async () => (await caller.client.getTask(mine.id)).status === 'pending');
+  });
+});
