@@ -83,15 +83,22 @@ const ModuleExecutorSpec = z.strictObject({
   export: z.string().default('default'),
 });
 
-type ExecutorSpec = z.infer<typeof ShellExecutorSpec> | z.infer<typeof ModuleExecutorSpec>;
+const A2AExecutorSpec = z.strictObject({
+  /** A remote A2A agent: its base URL or its card's URL. */
+  a2a: z.url(),
+  /** The environment variable holding a bearer token for it, if it asks for one. */
+  tokenEnv: z.string().optional(),
+});
+
+type ExecutorSpec = z.infer<typeof ShellExecutorSpec> | z.infer<typeof ModuleExecutorSpec> | z.infer<typeof A2AExecutorSpec>;
 
 /** A shell or module executor, told apart by its key, so that a mistake names the field. */
 const ExecutorSpec = z.unknown().transform((value, ctx): ExecutorSpec => {
   const kind = typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? ('command' in value ? ShellExecutorSpec : 'module' in value ? ModuleExecutorSpec : undefined)
+    ? ('command' in value ? ShellExecutorSpec : 'module' in value ? ModuleExecutorSpec : 'a2a' in value ? A2AExecutorSpec : undefined)
     : undefined;
   if (!kind) {
-    ctx.addIssue({ code: 'custom', message: 'needs "command" (a shell command that reads the task as JSON on stdin) or "module" (a JS module exporting a handler)' });
+    ctx.addIssue({ code: 'custom', message: 'needs "command" (a shell command that reads the task as JSON on stdin), "module" (a JS module exporting a handler) or "a2a" (a remote A2A agent\'s URL)' });
     return z.NEVER;
   }
   const parsed = kind.safeParse(value);
@@ -136,6 +143,13 @@ export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig,
   for (const [name, spec] of Object.entries(specs ?? {})) {
     if ('command' in spec) {
       executors[name] = { ...spec, cwd: spec.cwd ? path.resolve(path.dirname(file), spec.cwd) : path.dirname(path.resolve(file)) };
+      continue;
+    }
+    if ('a2a' in spec) {
+      const token = spec.tokenEnv ? process.env[spec.tokenEnv] : undefined;
+      if (spec.tokenEnv && !token) throw new ConfigError(`executor "${name}": ${spec.tokenEnv} is not set; it holds the token for the A2A agent at ${spec.a2a}`);
+      const { a2aExecutor } = await import('../a2a/executor.js');
+      executors[name] = a2aExecutor({ url: spec.a2a, token });
       continue;
     }
     const url = pathToFileURL(path.resolve(path.dirname(file), spec.module)).href;

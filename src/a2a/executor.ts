@@ -1,0 +1,143 @@
+/**
+ * The `a2a` executor: a daemon forwards a task to a remote A2A agent and reports what it does. Its
+ * status messages become Baton progress, its input-required a Baton question to the sender (the answer
+ * goes back on the same remote task), its artifacts Baton artifacts; a Baton cancellation cancels the
+ * remote task, and the remote agent's failure fails the Baton task by the usual rules (an unreachable
+ * agent is a failure worth retrying after a backoff).
+ */
+import crypto from 'node:crypto';
+import { Role, TaskState, type Message as A2AMessage, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
+import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import type { ResolvedArtifact } from '../client/artifacts.js';
+import type { Task } from '../schemas.js';
+import { dataPart, textPart } from './mapping.js';
+
+export interface A2AExecutorOptions {
+  /** The remote agent's base URL (its card is at .well-known/agent-card.json below it) or its card's URL. */
+  url: string;
+  /** A bearer token for the remote agent, when it asks for one. */
+  token?: string;
+}
+
+const cardPath = '.well-known/agent-card.json';
+
+export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
+  let connecting: Promise<Client> | undefined;
+  const connect = () => {
+    const [base, path] = url.endsWith('.json') ? [url.slice(0, url.lastIndexOf('/') + 1), url.slice(url.lastIndexOf('/') + 1)] : [url.endsWith('/') ? url : `${url}/`, cardPath];
+    connecting ??= new ClientFactory().createFromUrl(base, path === cardPath ? undefined : path).catch((err: unknown) => {
+      connecting = undefined;
+      throw new RetryableError(`could not reach the A2A agent at ${url}: ${(err as Error).message}`);
+    });
+    return connecting;
+  };
+  const serviceParameters: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
+
+  return async (task: Task, ctx: ExecutorContext) => {
+    const client = await connect();
+    const remote: { id?: string; contextId: string } = { contextId: '' };
+    const cancelRemote = () => {
+      if (remote.id) client.cancelTask({ tenant: '', id: remote.id, metadata: {} }, { serviceParameters }).catch((err: unknown) => ctx.log.warn({ err, remoteTask: remote.id }, 'could not cancel the remote A2A task'));
+    };
+    ctx.signal.addEventListener('abort', cancelRemote, { once: true });
+    const pending = new Map<string, { name: string; parts: Part[] }>();
+    let summary: string | undefined;
+    try {
+      let request = send(requestParts(task, ctx.inputs), remote);
+      for (let answered = false; ; answered = true) {
+        let question: string | undefined;
+        for await (const event of client.sendMessageStream(request, { serviceParameters, signal: ctx.signal })) {
+          const outcome = await follow(event, remote, pending, ctx);
+          // A stream after an answer opens with the task as it was: still asking, which is no new question.
+          if (answered && event.payload?.$case === 'task') continue;
+          if (outcome?.text) summary = outcome.text;
+          if (outcome?.state === TaskState.TASK_STATE_INPUT_REQUIRED) question = outcome.text ?? 'The remote agent needs more input.';
+          if (outcome?.state === TaskState.TASK_STATE_FAILED || outcome?.state === TaskState.TASK_STATE_REJECTED) {
+            throw new Error(`the remote A2A agent ${outcome.state === TaskState.TASK_STATE_FAILED ? 'failed' : 'rejected'} the task${outcome.text ? `: ${outcome.text}` : ''}`);
+          }
+          if (outcome?.state === TaskState.TASK_STATE_CANCELED) throw new Error('the remote A2A agent cancelled the task');
+          if (outcome?.final || question) break;
+        }
+        if (!question) break;
+        // The sender answers through Baton; the answer goes back on the same remote task.
+        const answer = await ctx.ask(question);
+        request = send([textPart(answer)], remote);
+      }
+      for (const { name, parts } of pending.values()) await attach(ctx, name, parts);
+      return { status: 'success', summary: summary ?? `done by the A2A agent at ${url}`, remote_task: remote.id ?? null };
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      if (err instanceof Error && /fetch failed|ECONNREFUSED|ECONNRESET|socket hang up/i.test(`${err.message} ${String(err.cause ?? '')}`)) {
+        throw new RetryableError(`lost the A2A agent at ${url}: ${err.message}`, { cause: err });
+      }
+      throw err;
+    } finally {
+      ctx.signal.removeEventListener('abort', cancelRemote);
+    }
+  };
+}
+
+function send(parts: Part[], remote: { id?: string; contextId: string }): SendMessageRequest {
+  const message: A2AMessage = {
+    messageId: crypto.randomUUID(), contextId: remote.contextId, taskId: remote.id ?? '', role: Role.ROLE_USER,
+    parts, metadata: {}, extensions: [], referenceTaskIds: [],
+  };
+  return { tenant: '', message, configuration: undefined, metadata: {} };
+}
+
+/** The task as an A2A message: its title and description as text, its payload as data, its inputs as files. */
+function requestParts(task: Task, inputs: ResolvedArtifact[]): Part[] {
+  const parts = [textPart(task.description ? `${task.title}\n\n${task.description}` : task.title)];
+  const { task_type: _type, ...payload } = task.payload;
+  if (Object.keys(payload).length) parts.push(dataPart(payload));
+  for (const input of inputs) {
+    if (input.uri) parts.push({ content: { $case: 'url', value: input.uri }, metadata: undefined, filename: input.name, mediaType: input.media_type });
+    else if (input.json !== undefined) parts.push({ ...dataPart(input.json), filename: input.name });
+    else parts.push({ content: { $case: 'raw', value: input.content ?? Buffer.alloc(0) }, metadata: undefined, filename: input.name, mediaType: input.media_type });
+  }
+  return parts;
+}
+
+const textIn = (message: A2AMessage | undefined) => message?.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('\n') || undefined;
+const finalStates = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED];
+
+/** One event of the remote task: remembered, reported as progress, or collected as an artifact. */
+async function follow(event: StreamResponse, remote: { id?: string; contextId: string }, pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext) {
+  const payload = event.payload;
+  if (!payload) return undefined;
+  if (payload.$case === 'message') return { state: TaskState.TASK_STATE_COMPLETED, text: textIn(payload.value), final: true };
+  if (payload.$case === 'task') {
+    remote.id = payload.value.id;
+    remote.contextId = payload.value.contextId;
+    for (const a of payload.value.artifacts) pending.set(a.artifactId, { name: a.name || a.artifactId, parts: a.parts });
+    const state = payload.value.status?.state;
+    return state === undefined ? undefined : { state, text: textIn(payload.value.status?.message), final: finalStates.includes(state) };
+  }
+  if (payload.$case === 'artifactUpdate' && payload.value.artifact) {
+    const a = payload.value.artifact;
+    const known = payload.value.append ? pending.get(a.artifactId) : undefined;
+    pending.set(a.artifactId, { name: a.name || known?.name || a.artifactId, parts: [...(known?.parts ?? []), ...a.parts] });
+    return undefined;
+  }
+  if (payload.$case === 'statusUpdate' && payload.value.status) {
+    const { state } = payload.value.status;
+    const text = textIn(payload.value.status.message);
+    if (state === TaskState.TASK_STATE_WORKING && text) await ctx.progress(text);
+    return { state, text, final: finalStates.includes(state) };
+  }
+  return undefined;
+}
+
+/** A remote artifact as a Baton one: one data part as JSON, text parts as text, a URL as a link, else bytes. */
+async function attach(ctx: ExecutorContext, name: string, parts: Part[]): Promise<void> {
+  const [first] = parts;
+  if (parts.length === 1 && first?.content?.$case === 'data') return void await ctx.artifact(name, { json: first.content.value });
+  if (parts.length === 1 && first?.content?.$case === 'url') return void await ctx.artifact(name, { uri: first.content.value, mediaType: first.mediaType || undefined });
+  if (parts.every((p) => p.content?.$case === 'text')) {
+    return void await ctx.artifact(name, parts.map((p) => (p.content as { value: string }).value).join(''), { mediaType: first?.mediaType || 'text/plain' });
+  }
+  const bytes = Buffer.concat(parts.map((p) => (p.content?.$case === 'raw' ? Buffer.from(p.content.value)
+    : p.content?.$case === 'text' ? Buffer.from(p.content.value) : Buffer.from(JSON.stringify(p.content?.value ?? null)))));
+  await ctx.artifact(name, bytes, { mediaType: first?.mediaType || 'application/octet-stream' });
+}
