@@ -100,6 +100,23 @@ describe('Baton over A2A, with the official client', () => {
     expect(eventIds).toEqual([...eventIds].sort((a, b) => a - b));
   });
 
+  it('resumes a stream from the last event seen, from the history, without losing one', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-resume')]);
+    const client = await clientFor(w.id);
+    const done = await client.sendMessage(send('Add and be done'), as(caller.token)) as { id: string };
+    const history = await caller.client.events(done.id);
+    expect(history.map((e) => e.to_status)).toEqual(['pending', 'in_progress', 'completed']);
+    // Reconnecting after the first event: the rest come from the history, in order, then the stream ends.
+    const resumed: StreamResponse[] = [];
+    for await (const event of client.resubscribeTask({ tenant: '', id: done.id }, { serviceParameters: { ...as(caller.token).serviceParameters, 'Last-Event-ID': String(history[0]!.id) } })) resumed.push(event);
+    const updates = resumed.flatMap((e) => (e.payload?.$case === 'statusUpdate' ? [e.payload.value.metadata?.event_id] : []));
+    expect(updates).toEqual([history[1]!.id, history[2]!.id]);
+    // The same message sent again (a retry) is the same task.
+    const again = await client.sendMessage(send('Add and be done', { messageId: 'fixed-' + done.id }, true), as(caller.token)) as { id: string };
+    const twice = await client.sendMessage(send('Add and be done', { messageId: 'fixed-' + done.id }, true), as(caller.token)) as { id: string };
+    expect(twice.id).toBe(again.id);
+  });
+
   it('shows a question as input-required, and takes the next message on the task as the answer', async () => {
     const [w, caller] = await Promise.all([worker(), newAgent('a2a-ask')]);
     const client = await clientFor(w.id);

@@ -13,6 +13,8 @@ import { AgentFileConfig } from '../src/agent/options.js';
 import { createAdminClient } from '../src/client/admin.js';
 import { startStack, type Stack } from '../src/stack/index.js';
 import { freePort } from '../src/stack/ports.js';
+import { startA2AServer, type A2AServer } from '../src/a2a/server.js';
+import { silentLogger } from '../src/logger.js';
 import { makeStackDir } from './global-setup.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -33,11 +35,14 @@ describe('the README and docs/', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-readme-'));
   const stackDir = makeStackDir('baton-readme-stack-');
   let stack: Stack;
+  let a2a: A2AServer;
 
   beforeAll(async () => {
     // A project of a user's: the package installed as 'baton-agents', the README's blocks as its files.
     fs.mkdirSync(path.join(work, 'node_modules'));
     fs.symlinkSync(root, path.join(work, 'node_modules', 'baton-agents'), 'dir');
+    // An A2A caller installs the A2A SDK itself (docs/a2a.md).
+    fs.symlinkSync(path.join(root, 'node_modules', '@a2a-js'), path.join(work, 'node_modules', '@a2a-js'), 'dir');
     fs.writeFileSync(path.join(work, 'package.json'), JSON.stringify({ type: 'module' }));
     const { compilerOptions } = JSON.parse(fs.readFileSync(path.join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
     fs.writeFileSync(path.join(work, 'tsconfig.json'), JSON.stringify({
@@ -47,9 +52,12 @@ describe('the README and docs/', () => {
     tsBlocks.forEach((code, i) => fs.writeFileSync(path.join(work, `block${i}.ts`), code));
     const apiPort = await freePort();
     stack = await startStack({ dir: stackDir, apiPort, dbPort: await freePort([apiPort]) });
+    // docs/a2a.md's client calls an agent through `baton a2a`.
+    a2a = await startA2AServer({ url: stack.env.SUPABASE_URL, publishableKey: stack.env.SUPABASE_PUBLISHABLE_KEY, directory: createAdminClient({ url: stack.env.SUPABASE_URL, secretKey: stack.env.SUPABASE_SECRET_KEY }).db, log: silentLogger });
   });
 
   afterAll(async () => {
+    await a2a?.close();
     await stack?.stop();
     fs.rmSync(work, { recursive: true, force: true });
     fs.rmSync(stackDir, { recursive: true, force: true });
@@ -66,7 +74,7 @@ describe('the README and docs/', () => {
     await admin.createAgent({ id: 'coder', capabilities: ['code'] });
     for (const [i, code] of tsBlocks.entries()) {
       const { token } = await admin.createAgent({ id: `reader-${i}`, capabilities: ['review'] });
-      const env = { ...process.env, ...stack.env, BATON_AGENT_TOKEN: token, LOG_LEVEL: 'silent' };
+      const env = { ...process.env, ...stack.env, BATON_AGENT_TOKEN: token, BATON_A2A_URL: a2a.url, LOG_LEVEL: 'silent' };
       const ran = await run(process.execPath, [path.join(work, 'out', `block${i}.js`)], { cwd: work, env });
       expect(ran.code, `block ${i}:\n${code}\n${ran.out}`).toBe(0);
       if (code.includes('createBatonClient(')) {
