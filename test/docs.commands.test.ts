@@ -50,7 +50,7 @@ describe('the baton commands in the README and docs/', () => {
     const global = (await help([])).out;
     for (const { page, line, words } of all) {
       // The command is its leading words (a group and its subcommand, or one command), before arguments.
-      const command = words.slice(0, words.findIndex((w) => !/^[a-z][a-z-]*$/.test(w)) === -1 ? words.length : words.findIndex((w) => !/^[a-z][a-z-]*$/.test(w)));
+      const command = words.slice(0, words.findIndex((w) => !/^[a-z][a-z0-9-]*$/.test(w)) === -1 ? words.length : words.findIndex((w) => !/^[a-z][a-z0-9-]*$/.test(w)));
       let shown = await help(command.slice(0, 2));
       if (shown.code !== 0 || !shown.out.includes(`baton ${command.slice(0, 2).join(' ')}`)) shown = await help(command.slice(0, 1));
       if (shown.code !== 0) {
