@@ -386,14 +386,14 @@ isOneToOne: false
                   ]
                 },"task_handoffs": {
                   Row: {
-                    "attempts": number,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"dependency_mode": string,"depends_on": (string)[],"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"on_dependency_failure": string,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"recurrence_slot": string | null,"recurring_id": string | null,"required_capabilities": (string)[],"result": Json | null,"retry_of": string | null,"root_task_id": string | null,"run_at": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"updated_at": string,"waiting_on": number
+                    "attempts": number,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"dependency_mode": string,"depends_on": (string)[],"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"on_dependency_failure": string,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"recurrence_slot": string | null,"recurring_id": string | null,"required_capabilities": (string)[],"result": Json | null,"retry_of": string | null,"root_task_id": string | null,"run_at": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"traceparent": string | null,"tracestate": string | null,"updated_at": string,"waiting_on": number
                   }
                   ComputedFields: never
                   Insert: {
-                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"updated_at"?: string,"waiting_on"?: number
+                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Update: {
-                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"updated_at"?: string,"waiting_on"?: number
+                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Relationships: [
                     {
@@ -861,6 +861,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -913,6 +915,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -987,6 +991,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1044,6 +1050,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }[]
@@ -1096,6 +1104,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1148,6 +1158,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1200,6 +1212,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1252,6 +1266,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1307,6 +1323,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1367,6 +1385,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }[]
@@ -1419,6 +1439,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1476,6 +1498,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1528,6 +1552,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1588,6 +1614,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1640,6 +1668,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1718,6 +1748,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }
@@ -1773,6 +1805,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }[]
@@ -1857,6 +1891,8 @@ isOneToOne: false
 "status_reason": string | null,
 "title": string,
 "to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
 "updated_at": string,
 "waiting_on": number
             }[]

@@ -133,6 +133,9 @@ export const Task = z.object({
   retry_of: z.uuid().nullable(),
   recurring_id: z.uuid().nullable(),
   recurrence_slot: timestamp.nullable(),
+  /** The W3C trace context it was handed off in (tracing only). */
+  traceparent: z.string().nullable(),
+  tracestate: z.string().nullable(),
 });
 export type Task = z.infer<typeof Task>;
 

@@ -174,7 +174,9 @@ create table public.task_handoffs (
   run_at timestamp with time zone,
   retry_of uuid,
   recurring_id uuid,
-  recurrence_slot timestamp with time zone
+  recurrence_slot timestamp with time zone,
+  traceparent text,
+  tracestate text
 );
 alter table public.task_handoffs enable row level security;
 
@@ -292,6 +294,10 @@ alter table public.task_handoffs add constraint task_handoffs_retry_of_fkey FORE
 alter table public.task_handoffs add constraint task_handoffs_root_task_id_fkey FOREIGN KEY (root_task_id) REFERENCES public.task_handoffs(id);
 
 alter table public.task_handoffs add constraint task_handoffs_to_agent_fkey FOREIGN KEY (to_agent) REFERENCES public.agents(id);
+
+alter table public.task_handoffs add constraint task_handoffs_traceparent_check CHECK ((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text));
+
+alter table public.task_handoffs add constraint task_handoffs_tracestate_check CHECK ((length(tracestate) <= 512));
 
 alter table public.task_handoffs add constraint task_handoffs_waiting_on_check CHECK ((waiting_on >= 0));
 
@@ -2164,6 +2170,7 @@ AS $function$
 declare
   parent public.task_handoffs;
   max_depth integer;
+  headers text := current_setting('request.headers', true);
 begin
   new.status := 'pending';
   new.claimed_by := null;
@@ -2200,6 +2207,19 @@ begin
     end if;
     if parent.deadline is not null then
       new.deadline := least(coalesce(new.deadline, parent.deadline), parent.deadline);
+    end if;
+  end if;
+  -- The trace: the caller's context (its request's W3C headers; parsed only when there are any), else
+  -- the parent's, else the retried task's. Tracing only, so a malformed header is dropped, not refused.
+  if headers like '%traceparent%' then
+    new.traceparent := headers::jsonb ->> 'traceparent';
+    new.tracestate := left(headers::jsonb ->> 'tracestate', 512);
+  end if;
+  if new.traceparent is null or new.traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
+    new.traceparent := parent.traceparent;
+    new.tracestate := parent.tracestate;
+    if new.retry_of is not null and parent.id is null then
+      select t.traceparent, t.tracestate into new.traceparent, new.tracestate from public.task_handoffs t where t.id = new.retry_of;
     end if;
   end if;
   return new;
@@ -4617,6 +4637,10 @@ comment on column public.task_handoffs.run_at is 'Not claimable before this time
 comment on column public.task_handoffs.status_reason is 'Why the task last changed status, when someone said: a rejection or cancellation reason, or the error it failed with.';
 
 comment on column public.task_handoffs.to_agent is 'The addressee. Null makes it a broadcast: any agent holding all required_capabilities may claim it.';
+
+comment on column public.task_handoffs.traceparent is 'The W3C trace context the task was handed off in (its hand-off request''s traceparent header), else its parent''s, else the task it retries: one trace from the first hand-off to the last result. Used for tracing only; a malformed header is dropped.';
+
+comment on column public.task_handoffs.tracestate is 'The W3C tracestate that came with traceparent (at most 512 characters).';
 
 comment on column public.task_handoffs.waiting_on is 'How many of depends_on are still unresolved; while above 0 the task is pending but not claimable (not_before is infinity).';
 

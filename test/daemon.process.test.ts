@@ -139,7 +139,7 @@ describe('daemons as processes', () => {
     const config = configFile('no-command', { executors: { code: { timeoutSeconds: 600 } } });
     const proc = runAgent(worker, 'run', config);
     expect(await proc.exited).toBe(2);
-    expect(proc.output()).toMatch(/no-command.json is invalid: executors.code: needs "command" \(a shell command .*\) or "module"/);
+    expect(proc.output()).toMatch(/no-command.json is invalid: executors.code: needs "command" \(a shell command .*\), "module" \(.*\) or "a2a"/);
   });
 
   it('refuses an invalid config file with a clear error and exit 2', async () => {

@@ -12,6 +12,7 @@
  */
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { context, propagation, ROOT_CONTEXT } from '@opentelemetry/api';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { A2A_PROTOCOL_VERSION, type AgentCard } from '@a2a-js/sdk';
 import { UnauthenticatedUser } from '@a2a-js/sdk/server';
@@ -121,7 +122,9 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       const client = await caller(req);
       const path = 'agent' in t ? (req.baseUrl ? `/agents/${encodeURIComponent(t.agent)}/` : '/') : `/capabilities/${encodeURIComponent(t.capability)}/`;
       const handler = new BatonA2AHandler(client, t, () => card(t, path), log);
-      return jsonRpcHandler({ requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() })(req, res, next);
+      // The caller's trace goes on: a hand-off it asks for records the caller's context.
+      return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
+        jsonRpcHandler({ requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() })(req, res, next));
     } catch (err) {
       next(err);
     }

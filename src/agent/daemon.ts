@@ -7,6 +7,7 @@
  *
  *   const agent = createAgent(options); await agent.start(); … await agent.stop();
  */
+import type http from 'node:http';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
@@ -19,6 +20,9 @@ import { OutcomeBatcher } from './outcomes.js';
 import { agentTopics, listenForWork, type PushListener } from './push.js';
 import { executorEnv, TaskRunner } from './runner.js';
 import { checkClaims, deliverResults, Upkeep } from './upkeep.js';
+import { onRequestError } from '../client/http.js';
+import { DaemonMetrics } from '../telemetry/metrics.js';
+import { untraced } from '../telemetry/tracing.js';
 
 interface Running {
   task: Task;
@@ -57,6 +61,8 @@ export class BatonAgent {
   /** How many tasks it may hold (its row's max_concurrent) and the capabilities it listens for. */
   private profile = { capacity: 1, capabilities: [] as string[] };
   private push: PushListener | undefined;
+  private metrics: DaemonMetrics | undefined;
+  private metricsServer: http.Server | undefined;
   private loopDone: Promise<void> = Promise.resolve();
   /** The claim on its way, the loop's or the reporter's: there is one at a time. */
   private claiming: Promise<void> | undefined;
@@ -89,7 +95,7 @@ export class BatonAgent {
     });
     this.runner = new TaskRunner({
       client: this.client, agentId: this.id, executors: options.executors ?? {}, reporter: this.reporter, log: this.log,
-      env: executorEnv(options), peers: () => this.upkeep.peers, stopping: () => this.stopping,
+      env: executorEnv(options), peers: () => this.upkeep.peers, stopping: () => this.stopping, metrics: () => this.metrics,
     });
   }
 
@@ -105,8 +111,10 @@ export class BatonAgent {
 
   async start(): Promise<void> {
     if (this.schedules.length || this.stopping) return;
-    await this.register();
-    await this.upkeep.begin();
+    await untraced(async () => {
+      await this.register();
+      await this.upkeep.begin();
+    });
     await this.beat();
     if (this.stopping) return;
     this.upkeep.spreadFirstSweep();
@@ -115,6 +123,7 @@ export class BatonAgent {
       cron.schedule(this.poll, () => this.bell.ring('poll'), { name: `${this.id}-poll` }),
     );
     if (this.options.push !== false) this.listen();
+    if (this.options.metricsPort !== undefined) await this.serveMetrics(this.options.metricsPort);
     this.bell.ring('poll');
     await new Promise<void>((firstTurn) => { this.loopDone = this.loop(false, firstTurn); });
     this.log.info({ capabilities: this.options.capabilities, maxConcurrent: this.profile.capacity, poll: this.poll }, 'agent started');
@@ -126,7 +135,7 @@ export class BatonAgent {
    */
   async tick({ limit = agentDefaults.tickLimit }: { limit?: number } = {}): Promise<{ ran: number }> {
     this.claims.limit = limit;
-    await this.register();
+    await untraced(() => this.register());
     await this.beat();
     this.bell.ring('poll');
     await this.loop(true);
@@ -144,6 +153,7 @@ export class BatonAgent {
     try {
       for (const schedule of this.schedules) await schedule.destroy();
       await this.push?.stop();
+      this.metricsServer?.close();
       this.bell.silence();
       await this.loopDone;
       await this.claiming;
@@ -157,7 +167,7 @@ export class BatonAgent {
         await this.release(task, 'the agent shut down before finishing', 'released on shutdown');
       }
       await settledWithin(all(), 2000);
-      await this.upkeep.markInactive();
+      await untraced(() => this.upkeep.markInactive());
       this.log.info('agent stopped');
     } finally {
       this.markStopped();
@@ -173,10 +183,14 @@ export class BatonAgent {
     while (!this.stopping) {
       const wakes = this.bell.take();
       try {
-        let claim = wakes.has('work') || (wakes.has('slot') && this.claims.lastFull);
-        if (wakes.has('poll')) claim = (await this.pollRound()) || claim;
-        if (wakes.has('results')) await deliverResults(this.client, this.options.onResult, this.log);
-        if (claim) await this.claimFree();
+        // The loop's own calls (sweep, claims) belong to no task's trace; each task's spans start from
+        // the context it was handed off in (TaskRunner).
+        await untraced(async () => {
+          let claim = wakes.has('work') || (wakes.has('slot') && this.claims.lastFull);
+          if (wakes.has('poll')) claim = (await this.pollRound()) || claim;
+          if (wakes.has('results')) await deliverResults(this.client, this.options.onResult, this.log);
+          if (claim) await this.claimFree();
+        });
       } catch (err) {
         this.log.error({ err }, 'poll failed');
       }
@@ -276,11 +290,23 @@ export class BatonAgent {
     this.profile = await this.upkeep.register(this.options, this.poll, this.heartbeat);
   }
 
+  /** The agent's metrics for Prometheus, at /metrics on `port`. */
+  private async serveMetrics(port: number): Promise<void> {
+    this.metrics = new DaemonMetrics(this.client, {
+      running: () => this.running.size, capacity: () => this.profile.capacity, pushUp: () => Boolean(this.push?.up),
+    });
+    onRequestError(() => this.metrics?.requestErrors.inc());
+    this.metricsServer = await this.metrics.serve(port);
+    this.log.info({ port: (this.metricsServer.address() as { port: number }).port }, 'serving metrics at /metrics');
+  }
+
   /** The heartbeat, then the claims of running tasks renewed (and stopped where no longer ours). */
-  private async beat(): Promise<void> {
-    const idle = Boolean(this.push?.up) && this.running.size === 0;
-    await this.upkeep.beat({ idle, heardRecently: Date.now() - this.claims.lastOnPoll < this.slowPollMs() });
-    await checkClaims(this.client, this.running, true, this.log).catch((err: unknown) => this.log.error({ err }, 'heartbeat failed'));
+  private beat(): Promise<void> {
+    return untraced(async () => {
+      const idle = Boolean(this.push?.up) && this.running.size === 0;
+      await this.upkeep.beat({ idle, heardRecently: Date.now() - this.claims.lastOnPoll < this.slowPollMs() });
+      await checkClaims(this.client, this.running, true, this.log).catch((err: unknown) => this.log.error({ err }, 'heartbeat failed'));
+    });
   }
 
   /** Joins its topics (its own, its capabilities', open work's); what arrives only rings the bell. */

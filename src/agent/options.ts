@@ -56,6 +56,8 @@ export interface AgentOptions extends AgentKeyOptions {
   push?: boolean;
   /** While push is up, claim on the poll only this often, in seconds (default 60). */
   slowPollSeconds?: number;
+  /** Serve Prometheus metrics at /metrics on this port (0: a free one); off when unset. */
+  metricsPort?: number;
   /** Runs once for each task this agent sent that reached a final state. */
   onResult?: (task: Task, message: Message) => unknown;
   log?: Logger;
@@ -121,6 +123,7 @@ export const AgentFileConfig = z.strictObject({
   /** Listen for work through Supabase Realtime (default true). */
   push: z.boolean().optional(),
   slowPollSeconds: z.number().positive().optional(),
+  metricsPort: z.number().int().min(0).max(65535).optional(),
   executors: z.record(z.string(), ExecutorSpec).optional(),
 });
 export type AgentFileConfig = z.infer<typeof AgentFileConfig>;

@@ -7,6 +7,7 @@
 import type { BatonClient, Outcome } from '../client/agent.js';
 import { BatonError, toBatonError } from '../errors.js';
 import type { Task, TaskStatus } from '../schemas.js';
+import { untraced } from '../telemetry/tracing.js';
 
 interface Waiting {
   outcome: Outcome;
@@ -61,9 +62,11 @@ export class OutcomeBatcher {
     if (batch.length === 0) return;
     const outcomes = batch.map((w) => w.outcome);
     const wanted = this.along?.claimable(batch.length) ?? 0;
-    const sent = wanted > 0
+    // One request for many tasks belongs to none of their traces: sent untraced, so that a follow-up
+    // it makes carries its parent task's context (the database's rule), not whichever task flushed.
+    const sent = untraced(() => (wanted > 0
       ? this.client.reportAndClaim(outcomes, { claim: wanted })
-      : this.client.reportOutcomes(outcomes).then((answers) => ({ outcomes: answers, claimed: [] as Task[] }));
+      : this.client.reportOutcomes(outcomes).then((answers) => ({ outcomes: answers, claimed: [] as Task[] }))));
     if (wanted > 0) this.along!.claimed(sent.then((r) => r.claimed), wanted);
     sent.then(({ outcomes: answers }) => {
       batch.forEach((waiting, i) => {

@@ -16,6 +16,8 @@ import {
 import { agentApiKey } from '../client/connection.js';
 import { agentDefaults, type AgentOptions } from './options.js';
 import type { OutcomeBatcher } from './outcomes.js';
+import { childSpan, markOutcome, processSpan, traceEnv } from '../telemetry/task-spans.js';
+import { outcomeOf, type DaemonMetrics } from '../telemetry/metrics.js';
 
 type OutcomeOf = { result: TaskResult } | { error: string; retry: boolean; problems?: Array<{ path: string; message: string }> };
 
@@ -34,21 +36,30 @@ export interface RunnerDeps {
   env: Record<string, string>;
   peers(): AgentPresence[];
   stopping(): boolean;
+  /** The agent's metrics, when it serves them. */
+  metrics(): DaemonMetrics | undefined;
 }
 
 export class TaskRunner {
   constructor(private readonly deps: RunnerDeps) {}
 
   /** Runs `task` to its reported outcome; `reported` is called once the outcome is on its way. */
-  async run(task: Task, signal: AbortSignal, reported: () => void): Promise<void> {
+  run(task: Task, signal: AbortSignal, reported: () => void): Promise<void> {
+    return processSpan(task, this.deps.agentId, () => this.runTask(task, signal, reported));
+  }
+
+  private async runTask(task: Task, signal: AbortSignal, reported: () => void): Promise<void> {
     const { client, agentId, executors } = this.deps;
     const log = this.deps.log.child({ taskId: task.id, attempt: task.attempts });
     const started = Date.now();
     const report = (call: () => Promise<Task | TaskStatus>, what: string, err?: unknown, why?: string) => {
       reported();
-      return this.report(call, log, started, what, err, why);
+      markOutcome(what, Boolean(err || why));
+      this.deps.metrics()?.taskEnded(task, outcomeOf(what), (Date.now() - started) / 1000);
+      return childSpan('baton report', { 'baton.outcome': what }, () => this.report(call, log, started, what, err, why));
     };
     log.info({ title: task.title, from: task.from_agent }, 'claimed');
+    this.deps.metrics()?.taskClaimed(task);
     const chosen = selectExecutor({ [JOIN_TASK_TYPE]: builtInJoin, ...executors }, task);
     if (!chosen) {
       // Not this agent's kind of work: rejected if addressed to it, else left for a capable peer.
@@ -60,7 +71,9 @@ export class TaskRunner {
     /** The outcome of this task, for the reporter (which also gives it its claim). */
     const submit = (outcome: OutcomeOf) => () => this.deps.reporter.submit({ taskId: task.id, claimToken: task.claim_token, ...outcome } as Outcome);
     try {
-      const value = await runExecutor(chosen.executor, task, await this.context(task, signal, log), this.deps.env);
+      const ctx = await this.context(task, signal, log);
+      const value = await childSpan('baton execute', { 'baton.executor': chosen.name }, (span) =>
+        runExecutor(chosen.executor, task, ctx, { ...this.deps.env, ...traceEnv(span) }));
       if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
       const result = toResult(value);
       // A result.handoff becomes the follow-up task in the same transaction as the completion.

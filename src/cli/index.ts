@@ -17,7 +17,9 @@ import { registerTasks } from './commands/tasks.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWork } from './commands/work.js';
 import { registerWorkflows } from './commands/workflows.js';
+import { context } from '@opentelemetry/api';
 import { exitCodes, toExitError } from './exit.js';
+import { contextOfTask, startTracing } from '../telemetry/tracing.js';
 import { paint, safeText } from '../text/format.js';
 
 const { version } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string };
@@ -77,7 +79,15 @@ Example:
 
 async function main(argv: string[]): Promise<number> {
   try {
-    await buildProgram(argv).parseAsync(argv);
+    // Traced when the OTEL_* settings say so; a command run by a traced executor (TRACEPARENT set)
+    // continues its trace.
+    const stopTracing = await startTracing('baton');
+    try {
+      const parent = process.env.TRACEPARENT ? contextOfTask({ traceparent: process.env.TRACEPARENT, tracestate: process.env.TRACESTATE }) : context.active();
+      await context.with(parent, () => buildProgram(argv).parseAsync(argv));
+    } finally {
+      await stopTracing();
+    }
     return exitCodes.ok;
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -8,10 +8,19 @@
  * supabase-js's REST calls do not use. A failure to connect is reported as fetch reports it, a TypeError
  * "fetch failed" whose cause says why, so supabase-js and Baton word it as they always have.
  */
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Agent, errors, request } from 'undici';
+import { isUntraced, tracer, traceHeaders, tracing } from '../telemetry/tracing.js';
 
 /** One keep-alive pool per process, shared by every client in it. */
 const dispatcher = new Agent({ keepAliveTimeout: 10_000 });
+
+const requestErrorListeners = new Set<() => void>();
+/** Calls `listener` for each request that fails: unreachable, or answered 5xx (a daemon's metrics count them). */
+export function onRequestError(listener: () => void): () => void {
+  requestErrorListeners.add(listener);
+  return () => requestErrorListeners.delete(listener);
+}
 
 /** Statuses whose response has no body (a Response with one refuses to be made). */
 const bodiless = new Set([101, 103, 204, 205, 304]);
@@ -28,7 +37,32 @@ function isAbort(err: unknown): boolean {
     || (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'));
 }
 
-export const batonFetch: typeof fetch = async (input, init = {}) => {
+/**
+ * With tracing on, each request is a client span ("baton rpc/claim_task", "baton GET task_handoffs")
+ * whose context goes out as traceparent: the database records it on the tasks a hand-off makes.
+ */
+export const batonFetch: typeof fetch = (input, init = {}) => {
+  if (!tracing() || isUntraced()) return send(input, init);
+  const url = new URL(String(input));
+  const what = url.pathname.replace(/^\/rest\/v1\//, '');
+  const name = what.startsWith('rpc/') ? `baton ${what}` : `baton ${init.method ?? 'GET'} ${what}`;
+  return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes: { 'http.request.method': init.method ?? 'GET', 'url.path': url.pathname, 'server.address': url.hostname } }, async (span) => {
+    try {
+      const answer = await send(input, { ...init, headers: { ...headersOf(init.headers), ...traceHeaders() } });
+      span.setAttribute('http.response.status_code', answer.status);
+      if (answer.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+      return answer;
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+};
+
+const send: typeof fetch = async (input, init = {}) => {
   if (input instanceof Request) throw new TypeError('batonFetch takes a URL and options, not a Request');
   const method = init.method ?? 'GET';
   const body = init.body;
@@ -46,8 +80,10 @@ export const batonFetch: typeof fetch = async (input, init = {}) => {
     });
   } catch (err) {
     if (isAbort(err)) throw err;
+    for (const listener of requestErrorListeners) listener();
     throw new TypeError('fetch failed', { cause: err });
   }
+  if (answer.statusCode >= 500) for (const listener of requestErrorListeners) listener();
   const headers = new Headers();
   for (const [name, value] of Object.entries(answer.headers)) {
     if (Array.isArray(value)) for (const one of value) headers.append(name, one);

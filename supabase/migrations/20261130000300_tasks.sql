@@ -92,6 +92,10 @@ create table public.task_handoffs (
   retry_of uuid,
   recurring_id uuid,
   recurrence_slot timestamp with time zone,
+  traceparent text,
+  tracestate text,
+  constraint task_handoffs_traceparent_check CHECK ((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text)),
+  constraint task_handoffs_tracestate_check CHECK ((length(tracestate) <= 512)),
   constraint task_handoffs_claimed_by_fkey FOREIGN KEY (claimed_by) REFERENCES public.agents(id),
   constraint task_handoffs_dependency_mode_check CHECK ((dependency_mode = ANY (ARRAY['all'::text, 'any'::text]))),
   constraint task_handoffs_from_agent_fkey FOREIGN KEY (from_agent) REFERENCES public.agents(id),
@@ -143,6 +147,8 @@ comment on column public.task_handoffs.run_at is 'Not claimable before this time
 comment on column public.task_handoffs.retry_of is 'The failed task this one is a new attempt of (baton retry).';
 comment on column public.task_handoffs.recurring_id is 'The recurring hand-off that made this task, if any.';
 comment on column public.task_handoffs.recurrence_slot is 'The schedule slot it was made for: one task per slot.';
+comment on column public.task_handoffs.traceparent is 'The W3C trace context the task was handed off in (its hand-off request''s traceparent header), else its parent''s, else the task it retries: one trace from the first hand-off to the last result. Used for tracing only; a malformed header is dropped.';
+comment on column public.task_handoffs.tracestate is 'The W3C tracestate that came with traceparent (at most 512 characters).';
 
 -- History -------------------------------------------------------------------------------------------
 create table public.task_events (
@@ -245,6 +251,7 @@ as $$
 declare
   parent public.task_handoffs;
   max_depth integer;
+  headers text := current_setting('request.headers', true);
 begin
   new.status := 'pending';
   new.claimed_by := null;
@@ -281,6 +288,19 @@ begin
     end if;
     if parent.deadline is not null then
       new.deadline := least(coalesce(new.deadline, parent.deadline), parent.deadline);
+    end if;
+  end if;
+  -- The trace: the caller's context (its request's W3C headers; parsed only when there are any), else
+  -- the parent's, else the retried task's. Tracing only, so a malformed header is dropped, not refused.
+  if headers like '%traceparent%' then
+    new.traceparent := headers::jsonb ->> 'traceparent';
+    new.tracestate := left(headers::jsonb ->> 'tracestate', 512);
+  end if;
+  if new.traceparent is null or new.traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
+    new.traceparent := parent.traceparent;
+    new.tracestate := parent.tracestate;
+    if new.retry_of is not null and parent.id is null then
+      select t.traceparent, t.tracestate into new.traceparent, new.tracestate from public.task_handoffs t where t.id = new.retry_of;
     end if;
   end if;
   return new;

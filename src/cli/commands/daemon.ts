@@ -17,6 +17,7 @@ interface DaemonFlags {
   heartbeat?: string;
   every?: number;
   grace?: number;
+  metricsPort?: number;
 }
 
 /** The daemon and its schedules load only when an agent runs, not for every command. */
@@ -32,6 +33,7 @@ async function daemonOf(config: BatonConfig, flags: DaemonFlags): Promise<BatonA
     heartbeat: flags.heartbeat ?? file.heartbeat,
     everySeconds: flags.every ?? fileEvery,
     graceSeconds: flags.grace ?? file.graceSeconds,
+    metricsPort: flags.metricsPort ?? file.metricsPort,
     log: createLogger(),
   };
   return createAgent(options);
@@ -45,7 +47,8 @@ function withDaemonOptions(command: Command): Command {
     .option('--poll <cron>', 'claim schedule, node-cron syntax (default */5 * * * * *: every 5 s)')
     .option('--heartbeat <cron>', 'heartbeat schedule (default */30 * * * * *)')
     .option('--every <duration>', 'how often the agent wakes, e.g. 15m for tick from cron; its claims survive two missed wake-ups (default: from the schedules)', every)
-    .option('--grace <seconds>', 'on SIGINT/SIGTERM, how long running tasks may finish', (v) => Number(v));
+    .option('--grace <seconds>', 'on SIGINT/SIGTERM, how long running tasks may finish', (v) => Number(v))
+    .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics on this port', (v) => Number(v));
 }
 
 export function registerDaemon(agent: Command, program: Command): void {

@@ -1,0 +1,80 @@
+/**
+ * Traces, with OpenTelemetry's API and SDK. Nothing is set up, loaded or exported unless the standard
+ * settings ask for it (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+ * OTEL_TRACES_EXPORTER=otlp|console); then spans go out as OTLP over HTTP (or to the console), and every
+ * request Baton's clients make carries the active context as W3C `traceparent` and `tracestate` headers,
+ * which the database records on the tasks it hands off.
+ */
+import { context, createContextKey, propagation, ROOT_CONTEXT, trace, type Context, type Span, type SpanContext, TraceFlags } from '@opentelemetry/api';
+
+export const tracer = trace.getTracer('baton');
+
+let enabled = false;
+
+/** Whether this process records spans (startTracing set it up). */
+export const tracing = () => enabled;
+
+/** Whether the standard settings ask for traces. */
+export function tracingWanted(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
+}
+
+/**
+ * Sets up tracing for this process when the settings ask for it, named `serviceName` unless
+ * OTEL_SERVICE_NAME says otherwise. Returns what flushes and ends it (at exit).
+ */
+export async function startTracing(serviceName: string): Promise<() => Promise<void>> {
+  if (enabled || !tracingWanted()) return async () => undefined;
+  const [sdk, { OTLPTraceExporter }, { AsyncLocalStorageContextManager }, core, resources] = await Promise.all([
+    import('@opentelemetry/sdk-trace'), import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/context-async-hooks'), import('@opentelemetry/core'), import('@opentelemetry/resources'),
+  ]);
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new core.CompositePropagator({ propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()] }));
+  const exporter = process.env.OTEL_TRACES_EXPORTER === 'console' ? new sdk.ConsoleSpanExporter() : new OTLPTraceExporter();
+  const resource = resources.defaultResource()
+    .merge(resources.resourceFromAttributes({ 'service.name': serviceName }))
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
+  const provider = new sdk.TracerProvider({ resource, spanProcessors: [new sdk.BatchSpanProcessor({ exporter })] });
+  trace.setGlobalTracerProvider(provider);
+  enabled = true;
+  return async () => {
+    await provider.shutdown();
+    enabled = false;
+  };
+}
+
+const traceparentPattern = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The context a task was handed off in, to start its spans under; a task handed off untraced starts a trace. */
+export function contextOfTask(task: { traceparent?: string | null; tracestate?: string | null }): Context {
+  if (!task.traceparent) return ROOT_CONTEXT;
+  return propagation.extract(ROOT_CONTEXT, { traceparent: task.traceparent, ...(task.tracestate ? { tracestate: task.tracestate } : {}) });
+}
+
+/** A span's context as a W3C traceparent (for a command executor's TRACEPARENT). */
+export function traceparentOf(span: Span | SpanContext): string | undefined {
+  const sc = 'spanContext' in span ? span.spanContext() : span;
+  if (!trace.isSpanContextValid(sc)) return undefined;
+  return `00-${sc.traceId}-${sc.spanId}-0${(sc.traceFlags & TraceFlags.SAMPLED).toString(16)}`;
+}
+
+const untracedKey = createContextKey('baton untraced');
+
+/** Runs `work` outside every trace: its requests make no spans and carry no trace context. */
+export function untraced<T>(work: () => T): T {
+  return enabled ? context.with(ROOT_CONTEXT.setValue(untracedKey, true), work) : work();
+}
+
+/** Whether the active context is one that `untraced` made. */
+export const isUntraced = () => context.active().getValue(untracedKey) === true;
+
+/** The W3C headers for the active context (none while tracing is off). */
+export function traceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  if (enabled) propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+export const isTraceparent = (value: string) => traceparentPattern.test(value);

@@ -1,0 +1,192 @@
+/**
+ * One trace across a chain of agents, and metrics Prometheus scrapes. Daemons run as separate processes
+ * (`baton agent run`), the first hand-off is the CLI's, and the spans go to an OTLP/HTTP receiver in this
+ * test: every task's spans share the first hand-off's trace, each task's spans hang under the context it
+ * was handed off in, and the wait shows. Without OTEL_* settings nothing is exported. Debian's
+ * prometheus (installed by .ci/run) scrapes a daemon's /metrics, and its query API has the count.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../src/stack/ports.js';
+import { baton, cliPath } from './cli.js';
+import { eventually } from './daemon-helpers.js';
+import { admin, newAgent, stack, type TestAgent } from './helpers.js';
+import { agentKeyEnv } from './keys-mode.js';
+
+interface ReceivedSpan {
+  traceId: string; spanId: string; parentSpanId?: string; name: string; service: string;
+  attributes: Record<string, unknown>; startTimeUnixNano: string; endTimeUnixNano: string;
+}
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-telemetry-'));
+const children: ChildProcess[] = [];
+const spans: ReceivedSpan[] = [];
+let receiver: http.Server;
+let otlp = '';
+
+/** OTLP/HTTP with JSON, as @opentelemetry/exporter-trace-otlp-http sends it. */
+beforeAll(async () => {
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => { body += c; });
+    req.on('end', () => {
+      const doc = JSON.parse(body) as { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> }; scopeSpans: Array<{ spans: Array<Omit<ReceivedSpan, 'attributes' | 'service'> & { attributes: Array<{ key: string; value: Record<string, unknown> }> }> }> }> };
+      for (const rs of doc.resourceSpans) {
+        const service = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
+        for (const ss of rs.scopeSpans) {
+          for (const s of ss.spans) {
+            spans.push({ ...s, service, attributes: Object.fromEntries(s.attributes.map((a) => [a.key, Object.values(a.value)[0]])) });
+          }
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  otlp = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+});
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }
+  receiver?.closeAllConnections();
+  await new Promise((resolve) => receiver?.close(resolve));
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+const tracingEnv = (service: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: service });
+const noTracing = { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_TRACES_EXPORTER: '' };
+
+/** `baton agent run` for `agent` with a module executor, as its own process group. */
+function runDaemon(agent: TestAgent, executor: string, env: Record<string, string>, extra: Record<string, unknown> = {}) {
+  const module = path.join(work, `${agent.id}.mjs`);
+  fs.writeFileSync(module, executor);
+  const config = path.join(work, `${agent.id}.json`);
+  fs.writeFileSync(config, JSON.stringify({ poll: '* * * * * *', heartbeat: '*/2 * * * * *', executors: { '*': { module } }, ...extra }));
+  let output = '';
+  const child = spawn(process.execPath, [cliPath, 'agent', 'run', '--config', config], {
+    detached: true,
+    env: { ...process.env, ...noTracing, SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: agent.token, LOG_LEVEL: 'info', ...env },
+  });
+  child.stdout!.on('data', (c: Buffer) => { output += c; });
+  child.stderr!.on('data', (c: Buffer) => { output += c; });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited, output: () => output, stop: async () => { process.kill(child.pid!, 'SIGTERM'); return exited; } };
+}
+
+/** A chain of three: a → (a hand-off in its executor) b → (a follow-up in its result) c. */
+async function chain(env: (service: string) => Record<string, string>) {
+  const [lead, a, b, c] = await Promise.all([newAgent('lead'), newAgent('chain-a'), newAgent('chain-b'), newAgent('chain-c')]);
+  const daemons = [
+    runDaemon(a, `export default async (task, ctx) => { await ctx.handoff({ to: '${b.id}', title: 'step 2', allowOffline: true }); return 'a handed on'; };`, env(a.id)),
+    runDaemon(b, `export default async () => ({ status: 'success', summary: 'b done', handoff: { to_agent: '${c.id}', title: 'step 3', reason: 'the last step' } });`, env(b.id)),
+    runDaemon(c, 'export default async () => \'c done\';', env(c.id)),
+  ];
+  const handed = await baton(['handoff', a.id, 'step 1', '--allow-offline', '--json'], { SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: lead.token, ...noTracing, ...env('lead') });
+  expect(handed.code, handed.stderr).toBe(0);
+  const first = JSON.parse(handed.stdout) as { id: string };
+  const tasks = await eventually(async () => {
+    const rows = await lead.client.chain(first.id);
+    return rows.length === 3 && rows.every((r) => r.status === 'completed') && rows;
+  }, 60_000, 'the chain of three to complete');
+  const { data: full } = await admin.db.from('task_handoffs').select('*').in('id', tasks.map((t) => t.id));
+  if (!full) throw new Error('the chain is not readable');
+  const byTitle = Object.fromEntries(full.map((t) => [t.title, t]));
+  return { lead, a, b, c, daemons, step1: byTitle['step 1']!, step2: byTitle['step 2']!, step3: byTitle['step 3']!, cli: handed };
+}
+
+const spanIdOf = (traceparent: string | null) => traceparent?.split('-')[2];
+const traceIdOf = (traceparent: string | null) => traceparent?.split('-')[1];
+
+describe('one trace across a chain of agents', () => {
+  it('exports spans that form one trace from the first hand-off to the last result, with the wait', async () => {
+    const { step1, step2, step3, daemons } = await chain(tracingEnv);
+    // The CLI's hand-off span is the root: the first task records its context.
+    const firstHandoff = await eventually(async () => spans.find((s) => s.name === 'baton rpc/handoff_task' && s.spanId === spanIdOf(step1.traceparent)), 20_000, 'the CLI\'s hand-off span');
+    expect(firstHandoff.parentSpanId || undefined).toBeUndefined();
+    const traceId = firstHandoff.traceId;
+    const processOf = (taskId: string) => spans.find((s) => s.name === 'baton process' && s.attributes['baton.task.id'] === taskId);
+    await eventually(async () => [step1, step2, step3].every((t) => processOf(t.id)) && spans.filter((s) => s.name === 'baton wait').length >= 3, 20_000, 'every task\'s spans');
+    await Promise.all(daemons.map((d) => d.stop()));
+
+    const ours = spans.filter((s) => [step1.id, step2.id, step3.id].includes(String(s.attributes['baton.task.id'])));
+    expect(ours.length).toBe(6);
+    expect(new Set(ours.map((s) => s.traceId))).toEqual(new Set([traceId]));
+    for (const task of [step1, step2, step3]) {
+      expect(traceIdOf(task.traceparent)).toBe(traceId);
+      const processing = processOf(task.id)!;
+      const waiting = ours.find((s) => s.name === 'baton wait' && s.attributes['baton.task.id'] === task.id)!;
+      // Each task's spans hang under the context it was handed off in.
+      expect(processing.parentSpanId).toBe(spanIdOf(task.traceparent));
+      expect(waiting.parentSpanId).toBe(spanIdOf(task.traceparent));
+      // The wait runs from the hand-off to the claim, by the database's clock.
+      expect(Number(waiting.attributes['baton.wait_ms'])).toBeGreaterThanOrEqual(0);
+      expect(Number(BigInt(waiting.endTimeUnixNano) - BigInt(waiting.startTimeUnixNano)) / 1e6).toBeCloseTo(Number(waiting.attributes['baton.wait_ms']), 0);
+      // Execute and report are children of the processing span.
+      const children = spans.filter((s) => s.parentSpanId === processing.spanId);
+      expect(children.map((s) => s.name)).toEqual(expect.arrayContaining(['baton execute', 'baton report']));
+      expect(new Set(children.map((s) => s.traceId))).toEqual(new Set([traceId]));
+    }
+    // Step 2 was handed off by step 1's executor: its hand-off span is a child of step 1's execute span.
+    const step1Execute = spans.find((s) => s.name === 'baton execute' && s.parentSpanId === processOf(step1.id)!.spanId)!;
+    const step2Handoff = spans.find((s) => s.spanId === spanIdOf(step2.traceparent))!;
+    expect(step2Handoff).toMatchObject({ name: 'baton rpc/handoff_task', parentSpanId: step1Execute.spanId, service: expect.stringMatching(/^chain-a-/) });
+    // The daemons' own calls (claims, heartbeats, the sweep) make no traces of their own.
+    expect([...new Set(spans.filter((s) => /^chain-/.test(s.service) && !s.parentSpanId).map((s) => s.name))]).toEqual([]);
+    // Step 3, a follow-up reported with step 2's result, carries step 2's context.
+    expect(step3.traceparent).toBe(step2.traceparent);
+  });
+
+  it('exports nothing without OTEL_* settings, and records no trace context', async () => {
+    const before = spans.length;
+    const { step1, step2, step3, daemons } = await chain(() => ({}));
+    await Promise.all(daemons.map((d) => d.stop()));
+    // The exporters would have sent within 100 ms of each span; give them far longer than that.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(spans.slice(before).filter((s) => [step1.id, step2.id, step3.id].includes(String(s.attributes['baton.task.id'])))).toEqual([]);
+    expect([step1, step2, step3].map((t) => t.traceparent)).toEqual([null, null, null]);
+  });
+});
+
+const prometheus = ['/usr/bin/prometheus', '/usr/local/bin/prometheus'].find((p) => fs.existsSync(p));
+if (!prometheus) console.warn('telemetry.test.ts: the Prometheus scrape test is skipped: no prometheus found (apt-get install prometheus); .ci/run installs it.');
+
+describe.skipIf(!prometheus)('metrics', () => {
+  it('are scraped by Prometheus from a daemon, and its query API counts the completed tasks', async () => {
+    const [boss, worker] = await Promise.all([newAgent('metrics-boss'), newAgent('metrics-worker', { capabilities: ['sums'] })]);
+    const metricsPort = await freePort();
+    const daemon = runDaemon(worker, 'export default async () => \'added\';', {}, { metricsPort, capabilities: ['sums'] });
+    const tasks = await Promise.all([1, 2, 3].map((i) => boss.client.broadcast({ title: `sum ${i}`, requiredCapabilities: ['sums'] })));
+    await eventually(async () => (await Promise.all(tasks.map((t) => boss.client.getTask(t.id)))).every((t) => t.status === 'completed'), 30_000, 'the three tasks');
+    const own = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const sample = (name: string) => own.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes('capability="sums"') && l.includes(`agent="${worker.id}"`));
+    expect(sample('baton_tasks_completed_total')).toMatch(/ 3$/);
+    expect(sample('baton_tasks_claimed_total')).toMatch(/ 3$/);
+    expect(sample('baton_task_claim_delay_seconds_count')).toMatch(/ 3$/);
+    expect(own).toMatch(/^baton_push_up\{agent=".*"\} 1$/m);
+    expect(own).toMatch(/^baton_agent_capacity\{agent=".*"\} \d+$/m);
+
+    const dir = fs.mkdtempSync(path.join(work, 'prometheus-'));
+    fs.writeFileSync(path.join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: baton\n    static_configs:\n      - targets: ['127.0.0.1:${metricsPort}']\n`);
+    const webPort = await freePort([metricsPort]);
+    const server = spawn(prometheus!, [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${webPort}`], { stdio: 'ignore', detached: true });
+    children.push(server);
+    try {
+      const query = `baton_tasks_completed_total{agent="${worker.id}"}`;
+      const value = await eventually(async () => {
+        const res = await fetch(`http://127.0.0.1:${webPort}/api/v1/query?query=${encodeURIComponent(query)}`).catch(() => undefined);
+        if (!res?.ok) return undefined;
+        const body = await res.json() as { data: { result: Array<{ value: [number, string]; metric: Record<string, string> }> } };
+        return body.data.result[0];
+      }, 60_000, 'Prometheus to scrape the daemon');
+      expect(value.value[1]).toBe('3');
+      expect(value.metric).toMatchObject({ capability: 'sums', job: 'baton' });
+    } finally {
+      process.kill(-server.pid!, 'SIGTERM');
+      await daemon.stop();
+    }
+  });
+});
