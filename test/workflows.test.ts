@@ -369,6 +369,13 @@ describe('the CLI', () => {
     const noPrefix = await operator('retry', first.id.slice(0, 8));
     expect(noPrefix.code).toBe(2);
 
+    // Queue depth by status and capability, from the database.
+    const capability = uniqueId('queued');
+    await lead.client.broadcast({ title: 'waiting in the queue', requiredCapabilities: [capability] });
+    const queue = parsed<Array<{ status: string; capability: string; tasks: number }>>(await operator('queue', '--json'));
+    expect(queue).toContainEqual(expect.objectContaining({ status: 'pending', capability, tasks: 1 }));
+    expect((await operator('queue')).stdout).toMatch(new RegExp(`pending\\s+${capability}\\s+1\\s`));
+
     const name = uniqueId('cli-sched');
     const added = await operator('schedule', 'add', name, '--cron', '0 6 * * 1-5', '--from', lead.id, '--to', worker.id, '--title', 'weekday report');
     expect(added.code, added.stderr).toBe(0);

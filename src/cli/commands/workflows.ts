@@ -1,6 +1,7 @@
 /** Dead letters and schedules: retry, dead-letters, schedule add|list|remove. */
 import { Option, type Command } from 'commander';
 import type { DeadLetter, JsonObject, RecurringHandoff } from '../../schemas.js';
+import { toBatonError } from '../../errors.js';
 import { adminClient, agentClient, configOf } from '../context.js';
 import { usageError } from '../exit.js';
 import { integer, json, list, wholeNumber } from '../inputs.js';
@@ -44,6 +45,29 @@ function scheduleTable(rows: RecurringHandoff[]): string {
 export function registerWorkflows(program: Command): void {
   registerDeadLetters(program);
   registerSchedules(program);
+  registerQueue(program);
+}
+
+/** Queue depth, from the database: open tasks by status and required capability (the task_queue view). */
+function registerQueue(program: Command): void {
+  program.command('queue')
+    .description('open tasks by status and required capability: how many, how many wait, how old the oldest (the operator sees all; an agent what it may)')
+    .addHelpText('after', '\nExample:\n  $ baton queue --json')
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      const db = config.agentToken ? agentClient(config).db : adminClient(config).db;
+      const { data, error } = await db.from('task_queue').select('*').order('status').order('capability');
+      if (error) throw toBatonError(error);
+      const rows = data ?? [];
+      emit(config, rows, (r) => table(r, [
+        ['STATUS', (q) => q.status],
+        ['CAPABILITY', (q) => q.capability],
+        ['TASKS', (q) => String(q.tasks)],
+        ['WAITING', (q) => String(q.waiting)],
+        ['SCHEDULED', (q) => String(q.scheduled)],
+        ['OLDEST', (q) => ago(q.oldest_created_at)],
+      ], 'No open tasks.'));
+    });
 }
 
 /** Failed work: retry, dead-letters. */
