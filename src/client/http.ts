@@ -10,7 +10,7 @@
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Agent, errors, request } from 'undici';
-import { isUntraced, tracer, traceHeaders, tracing } from '../telemetry/tracing.js';
+import { ending, isUntraced, tracer, traceHeaders, tracing } from '../telemetry/tracing.js';
 
 /** One keep-alive pool per process, shared by every client in it. */
 const dispatcher = new Agent({ keepAliveTimeout: 10_000 });
@@ -46,20 +46,12 @@ export const batonFetch: typeof fetch = (input, init = {}) => {
   const url = new URL(String(input));
   const what = url.pathname.replace(/^\/rest\/v1\//, '');
   const name = what.startsWith('rpc/') ? `baton ${what}` : `baton ${init.method ?? 'GET'} ${what}`;
-  return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes: { 'http.request.method': init.method ?? 'GET', 'url.path': url.pathname, 'server.address': url.hostname } }, async (span) => {
-    try {
-      const answer = await send(input, { ...init, headers: { ...headersOf(init.headers), ...traceHeaders() } });
-      span.setAttribute('http.response.status_code', answer.status);
-      if (answer.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
-      return answer;
-    } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes: { 'http.request.method': init.method ?? 'GET', 'url.path': url.pathname, 'server.address': url.hostname } }, (span) => ending(span, async () => {
+    const answer = await send(input, { ...init, headers: { ...headersOf(init.headers), ...traceHeaders() } });
+    span.setAttribute('http.response.status_code', answer.status);
+    if (answer.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+    return answer;
+  }));
 };
 
 const send: typeof fetch = async (input, init = {}) => {

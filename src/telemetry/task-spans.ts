@@ -6,7 +6,7 @@
  */
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
 import type { Task } from '../schemas.js';
-import { contextOfTask, traceparentOf, tracer, tracing } from './tracing.js';
+import { contextOfTask, ending, traceparentOf, tracer, tracing } from './tracing.js';
 
 export function taskAttributes(task: Task, agentId: string): Attributes {
   return {
@@ -32,34 +32,16 @@ export async function processSpan<T>(task: Task, agentId: string, work: () => Pr
   const created = Date.parse(task.created_at);
   const claimed = task.claimed_at ? Date.parse(task.claimed_at) : Date.now();
   tracer.startSpan('baton wait', { kind: SpanKind.INTERNAL, startTime: created, attributes: { ...attributes, 'baton.wait_ms': claimed - created } }, parent).end(claimed);
-  return tracer.startActiveSpan('baton process', { kind: SpanKind.CONSUMER, attributes: { ...attributes, 'baton.wait_ms': claimed - created } }, parent, async (span) => {
+  return tracer.startActiveSpan('baton process', { kind: SpanKind.CONSUMER, attributes: { ...attributes, 'baton.wait_ms': claimed - created } }, parent, (span) => {
     span.addEvent('claimed', { 'baton.wait_ms': claimed - created }, claimed);
-    try {
-      return await work();
-    } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw err;
-    } finally {
-      span.end();
-    }
+    return ending(span, work);
   });
 }
 
 /** Runs `work` in a child span of the active one (the task's processing), marking a throw as an error. */
 export async function childSpan<T>(name: string, attributes: Attributes, work: (span: Span | undefined) => Promise<T>): Promise<T> {
   if (!tracing()) return work(undefined);
-  return tracer.startActiveSpan(name, { attributes }, async (span) => {
-    try {
-      return await work(span);
-    } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer.startActiveSpan(name, { attributes }, (span) => ending(span, () => work(span)));
 }
 
 /** Marks the active span as ending in `outcome` (completed, failed, …), an error where it failed. */

@@ -5,7 +5,7 @@
  * request Baton's clients make carries the active context as W3C `traceparent` and `tracestate` headers,
  * which the database records on the tasks it hands off.
  */
-import { context, createContextKey, propagation, ROOT_CONTEXT, trace, type Context, type Span, type SpanContext, TraceFlags } from '@opentelemetry/api';
+import { context, createContextKey, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type SpanContext, TraceFlags } from '@opentelemetry/api';
 
 export const tracer = trace.getTracer('baton');
 
@@ -43,6 +43,19 @@ export async function startTracing(serviceName: string): Promise<() => Promise<v
     await provider.shutdown();
     enabled = false;
   };
+}
+
+/** Runs `work`, then ends `span`; a throw is recorded on it as an error and thrown on. */
+export async function ending<T>(span: Span, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    span.recordException(err as Error);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 const traceparentPattern = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
