@@ -200,6 +200,36 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     }
   });
 
+  it('answers a question as the sender, and pauses a schedule as the operator', async () => {
+    const sender = await own.newAgent('asker');
+    const worker = await own.newAgent('helper');
+    const task = await sender.client.handoff({ to: worker.id, title: 'Needs a detail', allowOffline: true });
+    const [claimed] = await worker.client.claimNext({ start: true });
+    await worker.client.ask(task.id, 'Which colour?');
+    const board = await startBoard({ data: new BoardData({ kind: 'agent', client: sender.client }), log: silentLogger });
+    try {
+      const page = await open(board, `#/task/${task.id}`);
+      await page.getByLabel('Answer the question').fill('Blue');
+      await page.getByRole('button', { name: 'Send answer' }).click();
+      await eventually(async () => (await sender.client.getTask(task.id)).status === 'in_progress', 20_000, 'the answer to resume the task');
+      expect((await worker.client.messages({ taskId: task.id, kind: 'answer' })).map((m) => (m.body as { text: string }).text)).toEqual(['Blue']);
+      expect(claimed!.id).toBe(task.id);
+      await page.close();
+    } finally {
+      await board.close();
+    }
+
+    const name = `nightly-${sender.id}`;
+    await own.admin.createSchedule({ name, schedule: '0 6 * * *', from: sender.id, to: worker.id, template: { title: 'Nightly' } });
+    const page = await open(operator, '#/schedules');
+    const row = page.locator(`tr[data-schedule="${name}"]`);
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await row.getByRole('button', { name: 'Resume' }).waitFor();
+    expect((await own.admin.listSchedules()).find((s) => s.name === name)).toMatchObject({ enabled: false });
+    await shoot(page, 'schedules');
+    await page.close();
+  });
+
   it('has no accessibility violations on any view, light or dark, and no console errors', async () => {
     const page = await open(operator);
     for (const scheme of ['light', 'dark'] as const) {
