@@ -54,7 +54,11 @@ export async function startPostgrest(
   child.stderr.on('data', relay);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let running = true;
-  void exited.then(() => { running = false; });
+  // A process that ends without stopping its stack (a signal that embedded Postgres's exit hook turns
+  // into an exit, say) still takes its PostgREST with it, as it takes its Postgres.
+  const orphaned = () => { if (running) child.kill('SIGTERM'); };
+  process.once('exit', orphaned);
+  void exited.then(() => { running = false; process.removeListener('exit', orphaned); });
 
   const stop = async () => {
     if (running) child.kill('SIGTERM');
