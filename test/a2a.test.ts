@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { Role, TaskState, type Message, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
-import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startA2AServer, type A2AServer } from '../src/a2a/server.js';
@@ -115,6 +115,19 @@ describe('Baton over A2A, with the official client', () => {
     const again = await client.sendMessage(send('Add and be done', { messageId: 'fixed-' + done.id }, true), as(caller.token)) as { id: string };
     const twice = await client.sendMessage(send('Add and be done', { messageId: 'fixed-' + done.id }, true), as(caller.token)) as { id: string };
     expect(twice.id).toBe(again.id);
+  });
+
+  it('answers over the HTTP+JSON binding too, which the card lists beside JSON-RPC', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-rest')]);
+    const rest = await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ['HTTP+JSON'] }))
+      .createFromUrl(`${server.url}/agents/${w.id}/`);
+    const card = await rest.getAgentCard();
+    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON']);
+    const done = await rest.sendMessage(send('Add over REST'), as(caller.token));
+    if (!('status' in done)) throw new Error('expected a task');
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect((await rest.getTask({ tenant: '', id: done.id }, as(caller.token))).id).toBe(done.id);
+    await expect(rest.getTask({ tenant: '', id: done.id })).rejects.toThrow();
   });
 
   it('shows a question as input-required, and takes the next message on the task as the answer', async () => {

@@ -1,10 +1,10 @@
 /**
- * `baton a2a`: Baton served over the Agent2Agent protocol (A2A 1.0, JSON-RPC binding), with the
+ * `baton a2a`: Baton served over the Agent2Agent protocol (A2A 1.0, JSON-RPC and HTTP+JSON bindings), with the
  * official SDK doing the wire format. Each Baton agent has an agent card and an endpoint; a message to
  * it is a hand-off, made as the caller: the caller's bearer token is a Baton agent token, so
  * `from_agent` stays the database's truth, a stranger sees nothing and every quota and limit applies.
  *
- *   /agents/<id>/                         JSON-RPC endpoint: hand off to that agent
+ *   /agents/<id>/                         JSON-RPC and HTTP+JSON endpoint: hand off to that agent
  *   /agents/<id>/.well-known/agent-card.json
  *   /capabilities/<name>/                 JSON-RPC endpoint: offer the work to any agent with it
  *   /capabilities/<name>/.well-known/agent-card.json
@@ -16,7 +16,7 @@ import { context, propagation, ROOT_CONTEXT } from '@opentelemetry/api';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { A2A_PROTOCOL_VERSION, type AgentCard } from '@a2a-js/sdk';
 import { UnauthenticatedUser } from '@a2a-js/sdk/server';
-import { jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { createBatonClient, type BatonClient } from '../client/agent.js';
 import type { BatonDb } from '../client/connection.js';
 import type { Logger } from '../logger.js';
@@ -91,7 +91,10 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
     }
     return {
       name, description, version: '1.0.0', iconUrl: undefined, documentationUrl: undefined,
-      supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION }],
+      supportedInterfaces: [
+        { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
+        { url, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
+      ],
       provider: { organization: 'Baton', url: base },
       capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
       securitySchemes: { baton: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A Baton agent token (baton agent create <id>): the caller acts as that agent.', scheme: 'bearer', bearerFormat: 'JWT' } } } },
@@ -122,9 +125,11 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       const client = await caller(req);
       const path = 'agent' in t ? (req.baseUrl ? `/agents/${encodeURIComponent(t.agent)}/` : '/') : `/capabilities/${encodeURIComponent(t.capability)}/`;
       const handler = new BatonA2AHandler(client, t, () => card(t, path), log);
+      const options = { requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() };
+      // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
       // The caller's trace goes on: a hand-off it asks for records the caller's context.
       return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
-        jsonRpcHandler({ requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() })(req, res, next));
+        jsonRpcHandler(options)(req, res, () => restHandler(options)(req, res, next)));
     } catch (err) {
       next(err);
     }

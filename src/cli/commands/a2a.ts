@@ -8,7 +8,7 @@ import { usageError } from '../exit.js';
 
 export function registerA2A(program: Command): void {
   program.command('a2a')
-    .description('serve Baton\'s agents over the Agent2Agent protocol (A2A 1.0, JSON-RPC): a card and an endpoint per agent')
+    .description('serve Baton\'s agents over the Agent2Agent protocol (A2A 1.0, JSON-RPC and HTTP+JSON): a card and an endpoint per agent')
     .option('--agent <id>', 'the agent that / and /.well-known/agent-card.json stand for')
     .option('--host <host>', 'the address to listen on', '127.0.0.1')
     .option('--port <port>', 'the port to listen on (default: a free one)', integer)
