@@ -6,10 +6,13 @@
  * prometheus (installed by .ci/run) scrapes a daemon's /metrics, and its query API has the count.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/stack/ports.js';
 import { baton, cliPath } from './cli.js';
@@ -140,6 +143,29 @@ describe('one trace across a chain of agents', () => {
     expect(step3.traceparent).toBe(step2.traceparent);
   });
 
+  it('continues an MCP host\'s trace: a hand-off by tool call records the context the call carried', async () => {
+    const [host, worker] = await Promise.all([newAgent('mcp-host'), newAgent('mcp-worker')]);
+    const transport = new StdioClientTransport({
+      command: process.execPath, args: [cliPath, 'mcp', '--no-push'],
+      env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: host.token, LOG_LEVEL: 'warn', ...tracingEnv(host.id) },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'traced-host', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const traceId = crypto.randomBytes(16).toString('hex');
+      const spanId = crypto.randomBytes(8).toString('hex');
+      const result = await client.callTool({ name: 'handoff', arguments: { to: worker.id, title: 'traced by the host', allow_offline: true }, _meta: { traceparent: `00-${traceId}-${spanId}-01` } });
+      expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+      const { data } = await admin.db.from('task_handoffs').select('traceparent').eq('from_agent', host.id).single();
+      expect(traceIdOf(data!.traceparent)).toBe(traceId);
+      const call = await eventually(async () => spans.find((s) => s.spanId === spanIdOf(data!.traceparent)), 20_000, 'the tool call\'s hand-off span');
+      expect(call).toMatchObject({ name: 'baton rpc/handoff_task', traceId, parentSpanId: spanId });
+    } finally {
+      await client.close();
+    }
+  });
+
   it('exports nothing without OTEL_* settings, and records no trace context', async () => {
     const before = spans.length;
     const { step1, step2, step3, daemons } = await chain(() => ({}));
@@ -166,7 +192,8 @@ describe.skipIf(!prometheus)('metrics', () => {
     expect(sample('baton_tasks_completed_total')).toMatch(/ 3$/);
     expect(sample('baton_tasks_claimed_total')).toMatch(/ 3$/);
     expect(sample('baton_task_claim_delay_seconds_count')).toMatch(/ 3$/);
-    expect(own).toMatch(/^baton_push_up\{agent=".*"\} 1$/m);
+    // Push joins in its own time (the tasks may have gone by the poll first): wait for it to say so.
+    await eventually(async () => /^baton_push_up\{agent=".*"\} 1$/m.test(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()), 20_000, 'push to be up');
     expect(own).toMatch(/^baton_agent_capacity\{agent=".*"\} \d+$/m);
 
     const dir = fs.mkdtempSync(path.join(work, 'prometheus-'));

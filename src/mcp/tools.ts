@@ -1,8 +1,10 @@
 /** Every agent action as an MCP tool: one definition each (name, description, input schema from the client's zod schemas, call). */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
+import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
 import { ArtifactGiven, forModel, isTextual, ok, readGiven, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
 
@@ -33,13 +35,21 @@ export function registerTools(server: McpServer, agent: McpAgent): void {
   const groups = [whoIsAround, handingWorkOn, seeingWork, claimingWork, reportingWork, sendersWork, messagesAndArtifacts];
   for (const tool of groups.flatMap((group) => group(agent))) {
     const config = { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { openWorldHint: false, ...tool.annotations } };
-    server.registerTool(tool.name, config, (async (args: never) => {
-      try {
-        return await tool.run(args);
-      } catch (err) {
-        agent.log.debug({ err, tool: tool.name }, 'tool refused');
-        return refusal(err);
-      }
+    server.registerTool(tool.name, config, (async (args: never, extra?: { _meta?: Record<string, unknown> }) => {
+      // A host that traces says its context in the call's _meta (traceparent, tracestate): the tool's
+      // requests continue it, and a hand-off records it.
+      const meta = extra?._meta ?? {};
+      const parent = typeof meta.traceparent === 'string'
+        ? contextOfTask({ traceparent: meta.traceparent, tracestate: typeof meta.tracestate === 'string' ? meta.tracestate : null })
+        : context.active();
+      return context.with(parent, async () => {
+        try {
+          return await tool.run(args);
+        } catch (err) {
+          agent.log.debug({ err, tool: tool.name }, 'tool refused');
+          return refusal(err);
+        }
+      });
     }) as never);
   }
 }
