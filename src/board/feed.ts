@@ -20,6 +20,8 @@ export class BoardFeed {
   private keepAlive: NodeJS.Timeout | undefined;
   private seen = '';
   private listeningSince = 0;
+  /** What the pages were last told of push (undefined: nothing yet). */
+  private said: boolean | undefined;
   private stopped = false;
 
   constructor(private readonly data: BoardData, private readonly log: Logger, private readonly pollMs: number) {}
@@ -46,7 +48,7 @@ export class BoardFeed {
   /** An open page's event stream. */
   stream(req: http.IncomingMessage, res: http.ServerResponse, headers: Record<string, string>): void {
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', connection: 'keep-alive' });
-    res.write(`event: push\ndata: ${JSON.stringify({ up: this.pushUp })}\n\n`);
+    if (this.said !== undefined) res.write(`event: push\ndata: ${JSON.stringify({ up: this.said })}\n\n`);
     this.pages.add(res);
     req.on('close', () => this.pages.delete(res));
   }
@@ -54,6 +56,13 @@ export class BoardFeed {
   private emit(event: string, data: unknown): void {
     const frame = event === ':' ? ': keep-alive\n\n' : `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
     for (const page of this.pages) page.write(frame);
+  }
+
+  /** Tells the pages whether push is up, when that changed. */
+  private tell(up: boolean): void {
+    if (up === this.said) return;
+    this.said = up;
+    this.emit('push', { up });
   }
 
   private changed(tasks: PushedTask[]): void {
@@ -73,14 +82,16 @@ export class BoardFeed {
       topics = ['tasks:open', ...[...capabilities].map((c) => `capability:${c}`), ...agents.map((a) => `agent:${a.id}`)].slice(0, maxTopics);
     }
     if (this.push) {
+      const before = this.push.up;
       this.push.listenAlso(topics);
+      if (before && !this.push.up) this.listeningSince = Date.now();
       return;
     }
     const db = who.kind === 'agent' ? who.client.db : who.admin.db;
     this.push = new PushListener(db, [...topics], {
       work: (tasks) => this.changed(tasks),
       news: (tasks) => this.changed(tasks),
-      up: () => this.emit('push', { up: true }),
+      up: () => this.tell(true),
     }, this.log);
     this.push.start();
     this.listeningSince = Date.now();
@@ -100,7 +111,8 @@ export class BoardFeed {
       }
       this.seen = seen;
       // Joining takes a moment: only a listener that has had 10 s to join is reported down.
-      if (!this.pushUp && Date.now() - this.listeningSince > 10_000) this.emit('push', { up: false });
+      if (this.pushUp) this.tell(true);
+      else if (Date.now() - this.listeningSince > 10_000) this.tell(false);
     } catch (err) {
       this.log.warn({ err }, 'the board could not look for changes; trying again');
     }
