@@ -157,7 +157,7 @@ export function DeadLettersView({ session }: { session: Session }) {
             <tbody>
               {data.map((d) => (
                 <tr key={d.id} data-task={d.id}>
-                  <td><TaskLink id={d.id} title={d.title} /><div class="muted">{d.attempts} attempts</div></td>
+                  <td><TaskLink id={d.id} title={d.title} /><div class="muted">{d.attempts} {d.attempts === 1 ? 'attempt' : 'attempts'}</div></td>
                   <td>{d.reason ?? <span class="muted">—</span>}</td>
                   <td>{d.from_agent}</td>
                   <td>{d.last_holder ?? '—'}</td>
