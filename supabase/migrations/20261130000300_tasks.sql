@@ -92,10 +92,6 @@ create table public.task_handoffs (
   retry_of uuid,
   recurring_id uuid,
   recurrence_slot timestamp with time zone,
-  traceparent text,
-  tracestate text,
-  constraint task_handoffs_traceparent_check CHECK ((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text)),
-  constraint task_handoffs_tracestate_check CHECK ((length(tracestate) <= 512)),
   constraint task_handoffs_claimed_by_fkey FOREIGN KEY (claimed_by) REFERENCES public.agents(id),
   constraint task_handoffs_dependency_mode_check CHECK ((dependency_mode = ANY (ARRAY['all'::text, 'any'::text]))),
   constraint task_handoffs_from_agent_fkey FOREIGN KEY (from_agent) REFERENCES public.agents(id),
@@ -147,8 +143,6 @@ comment on column public.task_handoffs.run_at is 'Not claimable before this time
 comment on column public.task_handoffs.retry_of is 'The failed task this one is a new attempt of (baton retry).';
 comment on column public.task_handoffs.recurring_id is 'The recurring hand-off that made this task, if any.';
 comment on column public.task_handoffs.recurrence_slot is 'The schedule slot it was made for: one task per slot.';
-comment on column public.task_handoffs.traceparent is 'The W3C trace context the task was handed off in (its hand-off request''s traceparent header), else its parent''s, else the task it retries: one trace from the first hand-off to the last result. Used for tracing only; a malformed header is dropped.';
-comment on column public.task_handoffs.tracestate is 'The W3C tracestate that came with traceparent (at most 512 characters).';
 
 -- History -------------------------------------------------------------------------------------------
 create table public.task_events (
@@ -251,7 +245,6 @@ as $$
 declare
   parent public.task_handoffs;
   max_depth integer;
-  headers text := current_setting('request.headers', true);
 begin
   new.status := 'pending';
   new.claimed_by := null;
@@ -288,19 +281,6 @@ begin
     end if;
     if parent.deadline is not null then
       new.deadline := least(coalesce(new.deadline, parent.deadline), parent.deadline);
-    end if;
-  end if;
-  -- The trace: the caller's context (its request's W3C headers; parsed only when there are any), else
-  -- the parent's, else the retried task's. Tracing only, so a malformed header is dropped, not refused.
-  if headers like '%traceparent%' then
-    new.traceparent := headers::jsonb ->> 'traceparent';
-    new.tracestate := left(headers::jsonb ->> 'tracestate', 512);
-  end if;
-  if new.traceparent is null or new.traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
-    new.traceparent := parent.traceparent;
-    new.tracestate := parent.tracestate;
-    if new.retry_of is not null and parent.id is null then
-      select t.traceparent, t.tracestate into new.traceparent, new.tracestate from public.task_handoffs t where t.id = new.retry_of;
     end if;
   end if;
   return new;
@@ -1005,31 +985,3 @@ create policy "Agents can view tasks they sent, hold, are addressed, or could cl
 create policy "Agents can view the history of tasks they can view" on public.task_events
   for select to authenticated
   using (exists (select from public.task_handoffs t where t.id = task_id));
-
--- What a board shows first, read with the caller's rights (an agent counts the tasks it may see): tasks
--- by status, and how many finished in each of the last 60 minutes.
-create index task_handoffs_created_idx on public.task_handoffs (created_at desc, id);
-
-create view public.task_counts with (security_invoker = true) as
-  select t.status, count(*)::integer as tasks
-  from public.task_handoffs t
-  group by t.status;
-
-revoke all on public.task_counts from anon, authenticated;
-grant select on public.task_counts to authenticated, service_role;
-
-comment on view public.task_counts is 'How many tasks are in each status (of those the reader may see).';
-
-create view public.task_throughput with (security_invoker = true) as
-  select date_trunc('minute', t.completed_at) as minute,
-         count(*) filter (where t.status = 'completed')::integer as completed,
-         count(*) filter (where t.status = 'failed')::integer as failed,
-         count(*) filter (where t.status in ('cancelled', 'rejected'))::integer as withdrawn
-  from public.task_handoffs t
-  where t.completed_at > now() - interval '1 hour'
-  group by 1;
-
-revoke all on public.task_throughput from anon, authenticated;
-grant select on public.task_throughput to authenticated, service_role;
-
-comment on view public.task_throughput is 'Tasks that ended in each minute of the last hour (of those the reader may see): completed, failed, and cancelled or rejected.';

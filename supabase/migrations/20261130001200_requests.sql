@@ -85,8 +85,7 @@ as $$
     'agents', 'agent_tokens', 'agent_messages', 'agent_usage', 'baton_settings', 'recurring_handoffs',
     'task_handoffs', 'task_events', 'task_artifacts', 'task_declines', 'task_status_transitions',
     -- views
-    'agent_presence', 'task_lineage', 'dead_letters', 'waiting_tasks', 'stuck_claims', 'task_queue', 'task_counts',
-    'task_throughput']
+    'agent_presence', 'task_lineage', 'dead_letters', 'waiting_tasks', 'stuck_claims', 'task_queue']
 $$;
 
 comment on function baton_private.baton_relations is 'Every relation Baton serves through the API, tables and views: what the request check guards. A relation added later is added here too (test/rules.enumerate.test.ts fails until it is).';
