@@ -21,6 +21,9 @@ COPY src ./src
 COPY supabase ./supabase
 COPY migrations ./migrations
 COPY scripts/agentcomms ./scripts/agentcomms
+# The web board's page is bundled at build time (scripts/build-board.mjs, from web/board).
+COPY scripts/build-board.mjs ./scripts/build-board.mjs
+COPY web ./web
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM ${NODE_IMAGE}
