@@ -22,9 +22,6 @@ export const stateOf: Record<TaskStatus, TaskState> = {
 export const statusesOf = (state: TaskState): TaskStatus[] =>
   (Object.entries(stateOf) as Array<[TaskStatus, TaskState]>).filter(([, s]) => s === state).map(([status]) => status);
 
-export const isFinalState = (state: TaskState) => [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED,
-  TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED].includes(state);
-
 export const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 export const dataPart = (data: unknown): Part => ({ content: { $case: 'data', value: data }, metadata: undefined, filename: '', mediaType: 'application/json' });
 

@@ -63,6 +63,7 @@ export class BatonAgent {
   private push: PushListener | undefined;
   private metrics: DaemonMetrics | undefined;
   private metricsServer: http.Server | undefined;
+  private stopCountingErrors: (() => void) | undefined;
   private loopDone: Promise<void> = Promise.resolve();
   /** The claim on its way, the loop's or the reporter's: there is one at a time. */
   private claiming: Promise<void> | undefined;
@@ -154,6 +155,7 @@ export class BatonAgent {
       for (const schedule of this.schedules) await schedule.destroy();
       await this.push?.stop();
       this.metricsServer?.close();
+      this.stopCountingErrors?.();
       this.bell.silence();
       await this.loopDone;
       await this.claiming;
@@ -295,7 +297,7 @@ export class BatonAgent {
     this.metrics = new DaemonMetrics(this.client, {
       running: () => this.running.size, capacity: () => this.profile.capacity, pushUp: () => Boolean(this.push?.up),
     });
-    onRequestError(() => this.metrics?.requestErrors.inc());
+    this.stopCountingErrors = onRequestError(() => this.metrics?.requestErrors.inc());
     this.metricsServer = await this.metrics.serve(port);
     this.log.info({ port: (this.metricsServer.address() as { port: number }).port }, 'serving metrics at /metrics');
   }

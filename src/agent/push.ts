@@ -59,6 +59,8 @@ export class PushListener {
       this.topics.push(topic);
       this.join(topic);
     }
+    // Not up until the new ones are joined too; then `up` is called again.
+    this.wasUp = this.up;
   }
 
   private join(topic: string): void {
@@ -83,12 +85,15 @@ export class PushListener {
     this.channels.push(channel);
   }
 
-  /** Leaves every channel and closes the connection, so nothing keeps the process alive. */
+  /**
+   * Leaves its channels, and closes the connection once no listener on it has any left, so nothing
+   * keeps the process alive (the A2A facade follows several tasks of one caller over one connection).
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     await Promise.all(this.channels.splice(0).map((c) => this.db.removeChannel(c)));
     this.joined.clear();
-    this.db.realtime.disconnect();
+    if (this.db.realtime.getChannels().length === 0) this.db.realtime.disconnect();
   }
 }
 

@@ -58,8 +58,6 @@ export async function ending<T>(span: Span, work: () => Promise<T>): Promise<T> 
   }
 }
 
-const traceparentPattern = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
-
 /** The context a task was handed off in, to start its spans under; a task handed off untraced starts a trace. */
 export function contextOfTask(task: { traceparent?: string | null; tracestate?: string | null }): Context {
   if (!task.traceparent) return ROOT_CONTEXT;
@@ -90,4 +88,3 @@ export function traceHeaders(): Record<string, string> {
   return carrier;
 }
 
-export const isTraceparent = (value: string) => traceparentPattern.test(value);
