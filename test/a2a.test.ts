@@ -100,6 +100,21 @@ describe('Baton over A2A, with the official client', () => {
     expect(eventIds).toEqual([...eventIds].sort((a, b) => a - b));
   });
 
+  it('stops following a task once the caller of its stream goes away', async () => {
+    const [idle, caller] = await Promise.all([newAgent('a2a-idle-stream'), newAgent('a2a-gone')]);
+    const client = await clientFor(idle.id);
+    const before = server.following();
+    const gone = new AbortController();
+    const stream = client.sendMessageStream(send('Nobody will run this'), { ...as(caller.token), signal: gone.signal });
+    const first = await stream.next();
+    expect(first.value?.payload?.$case).toBe('task');
+    // The task stays pending (its agent runs no daemon): the server follows it for as long as the caller listens.
+    await eventually(async () => server.following() === before + 1, 10_000, 'the server following the task');
+    gone.abort();
+    await expect(stream.next()).rejects.toThrow();
+    await eventually(async () => server.following() === before, 10_000, 'the server to stop following a task nobody listens for');
+  });
+
   it('resumes a stream from the last event seen, from the history, without losing one', async () => {
     const [w, caller] = await Promise.all([worker(), newAgent('a2a-resume')]);
     const client = await clientFor(w.id);

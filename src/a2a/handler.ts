@@ -21,12 +21,21 @@ export type Target = { agent: string } | { capability: string };
 /** How long a blocking SendMessage waits for the task to finish or ask before it answers with the task as it is. */
 const BLOCKING_MS = 60_000;
 
+/** What a request's handler is told by the server: when its caller went away, and where to count the tasks it follows. */
+export interface RequestScope {
+  /** Aborted once the caller's connection closes: a stream or a blocking wait for it ends then. */
+  callerGone: AbortSignal;
+  /** The tasks followed for callers right now, one entry each. */
+  following: Set<object>;
+}
+
 export class BatonA2AHandler implements A2ARequestHandler {
   constructor(
     private readonly client: BatonClient,
     private readonly target: Target,
     private readonly card: () => Promise<AgentCard>,
     private readonly log: Logger,
+    private readonly scope: RequestScope = { callerGone: new AbortController().signal, following: new Set() },
   ) {}
 
   getAgentCard(): Promise<AgentCard> {
@@ -151,8 +160,9 @@ export class BatonA2AHandler implements A2ARequestHandler {
   /**
    * The task's events after `afterEventId`, in order, as status updates (each with metadata.event_id, to
    * resume from), its new artifacts as artifact updates, and progress as working updates; until it is
-   * final (or waits for input, unless `throughInput`), or `deadline`. Push on the caller's topic wakes it;
-   * a slow look every 2 s covers a task the caller is not told of (an offer it did not send).
+   * final (or waits for input, unless `throughInput`), or `deadline`, or the caller goes away. Push on the
+   * caller's topic wakes it; a slow look every 2 s covers a task the caller is not told of (an offer it
+   * did not send).
    */
   private async *follow(taskId: string, afterEventId: number | undefined, deadline: number, throughInput = false): AsyncGenerator<StreamResponse, void, undefined> {
     let wake: (() => void) | undefined;
@@ -162,11 +172,16 @@ export class BatonA2AHandler implements A2ARequestHandler {
       up: () => wake?.(),
     }, this.log);
     push.start();
+    const { callerGone, following } = this.scope;
+    const stopped = () => wake?.();
+    callerGone.addEventListener('abort', stopped);
+    const entry = {};
+    following.add(entry);
     let last = afterEventId ?? 0;
     const artifacts = new Set<string>();
     let progressAt: string | null = null;
     try {
-      for (;;) {
+      while (!callerGone.aborted) {
         const [task, events] = await Promise.all([this.client.getTask(taskId), this.client.events(taskId)]);
         for (const event of events.filter((e) => e.id > last)) {
           last = event.id;
@@ -182,12 +197,16 @@ export class BatonA2AHandler implements A2ARequestHandler {
           yield { payload: { $case: 'artifactUpdate', value: { taskId, contextId: contextOf(task), artifact: artifactOf(taskId, await this.client.artifact(taskId, a.name)), append: false, lastChunk: true, metadata: undefined } } };
         }
         if (finalStatuses.includes(task.status) || (!throughInput && task.status === 'input_required') || Date.now() > deadline) return;
+        if (callerGone.aborted) break;
         await new Promise<void>((resolve) => {
           wake = resolve;
           setTimeout(resolve, push.up ? 2000 : 500).unref();
         });
       }
+      this.log.debug({ task: taskId }, 'the A2A caller went away; no longer following the task');
     } finally {
+      following.delete(entry);
+      callerGone.removeEventListener('abort', stopped);
       await push.stop();
     }
   }

@@ -41,6 +41,8 @@ export interface A2AServerOptions {
 
 export interface A2AServer {
   url: string;
+  /** How many tasks the server follows for callers right now (open streams and blocking sends). */
+  following(): number;
   close(): Promise<void>;
 }
 
@@ -49,6 +51,7 @@ const bearer = (req: Request) => /^Bearer (.+)$/.exec(req.headers.authorization 
 export async function startA2AServer(options: A2AServerOptions): Promise<A2AServer> {
   const { log } = options;
   const clients = new Map<string, { client: BatonClient; checked: number }>();
+  const following = new Set<object>();
   const app = express();
   let base = options.publicUrl ?? '';
 
@@ -124,7 +127,10 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       if (!t) return res.status(404).json({ error: 'this server has no default agent', hint: 'Start it with --agent <id>, or post to /agents/<id>.' });
       const client = await caller(req);
       const path = 'agent' in t ? (req.baseUrl ? `/agents/${encodeURIComponent(t.agent)}/` : '/') : `/capabilities/${encodeURIComponent(t.capability)}/`;
-      const handler = new BatonA2AHandler(client, t, () => card(t, path), log);
+      // A caller that goes away (a closed stream, a blocking send given up) stops what follows its task.
+      const gone = new AbortController();
+      res.once('close', () => gone.abort());
+      const handler = new BatonA2AHandler(client, t, () => card(t, path), log, { callerGone: gone.signal, following });
       const options = { requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() };
       // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
       // The caller's trace goes on: a hand-off it asks for records the caller's context.
@@ -159,6 +165,7 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
   base ||= `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   return {
     url: base,
+    following: () => following.size,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
