@@ -27,6 +27,11 @@ const say = (taskId: string, contextId: string, value: string): Message => ({
 class RemoteExecutor implements AgentExecutor {
   readonly cancelled = new Set<string>();
   readonly working = new Set<string>();
+  /** Tasks waiting, mid-work, for the test to cut their stream, and those told to go on after it. */
+  readonly cutting = new Set<string>();
+  readonly resumed = new Set<string>();
+  /** The words of every execution, to count how often a piece of work was sent. */
+  readonly executions: string[] = [];
 
   cancelTask = async (taskId: string): Promise<void> => {
     this.cancelled.add(taskId);
@@ -35,6 +40,7 @@ class RemoteExecutor implements AgentExecutor {
   async execute(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId, userMessage } = request;
     const words = userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join(' ');
+    this.executions.push(words);
     const status = (state: TaskState, message?: string) => bus.publish(AgentEvent.statusUpdate({
       taskId, contextId, metadata: {}, status: { state, timestamp: new Date().toISOString(), message: message ? say(taskId, contextId, message) : undefined },
     }));
@@ -55,6 +61,12 @@ class RemoteExecutor implements AgentExecutor {
       status(TaskState.TASK_STATE_WORKING, 'working slowly');
       await eventually(async () => this.cancelled.has(taskId), 30_000, 'the cancellation');
       status(TaskState.TASK_STATE_CANCELED);
+    } else if (words.includes('cut')) {
+      this.cutting.add(taskId);
+      status(TaskState.TASK_STATE_WORKING, 'working before the cut');
+      await eventually(async () => this.resumed.has(taskId), 30_000, 'the connection to be cut');
+      artifact('translation.txt', 'bonjour');
+      status(TaskState.TASK_STATE_COMPLETED, 'translated after the cut');
     } else if (words.includes('fail')) {
       status(TaskState.TASK_STATE_FAILED, 'no dictionary here');
     } else {
@@ -136,6 +148,21 @@ describe('the a2a executor', () => {
     await sender.client.cancel(task.id, 'changed my mind');
     await eventually(async () => remote.cancelled.has(remoteId), 20_000, 'the cancellation to reach the remote agent');
     expect((await sender.client.getTask(task.id)).status).toBe('cancelled');
+  });
+
+  it('reads the remote task to its end when the stream breaks off, and never sends the work again', async () => {
+    const title = `Translate, cut ${crypto.randomUUID().slice(0, 8)}`;
+    const before = new Set(remote.cutting);
+    const task = await sender.client.handoff({ to: worker.id, title, payload: { task_type: 'translate' } });
+    const remoteId = await eventually(async () => [...remote.cutting].find((id) => !before.has(id)), 20_000, 'the remote task to start');
+    // Its progress reached Baton, so the executor knows the remote task: now the connection breaks off.
+    await eventually(async () => (await sender.client.messages({ taskId: task.id, kind: 'progress' })).length > 0, 20_000, 'the progress');
+    server.closeAllConnections();
+    remote.resumed.add(remoteId);
+    const done = await eventually(async () => { const t = await sender.client.getTask(task.id); return ['completed', 'failed'].includes(t.status) && t; });
+    expect(done).toMatchObject({ status: 'completed', attempts: 1, result: { summary: 'translated after the cut', remote_task: remoteId } });
+    expect((await worker.client.artifact(task.id, 'translation.txt')).text()).toBe('bonjour');
+    expect(remote.executions.filter((words) => words.includes(title))).toHaveLength(1);
   });
 
   it('fails the Baton task when the remote agent fails it', async () => {

@@ -6,6 +6,7 @@
  * agent is a failure worth retrying after a backoff).
  */
 import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Role, TaskState, type Message as A2AMessage, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
@@ -36,7 +37,7 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
 
   return async (task: Task, ctx: ExecutorContext) => {
     const client = await connect();
-    const remote: { id?: string; contextId: string } = { contextId: '' };
+    const remote: Remote = { contextId: '' };
     const cancelRemote = () => {
       if (remote.id) client.cancelTask({ tenant: '', id: remote.id, metadata: {} }, { serviceParameters }).catch((err: unknown) => ctx.log.warn({ err, remoteTask: remote.id }, 'could not cancel the remote A2A task'));
     };
@@ -46,31 +47,27 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
     try {
       let request = send(requestParts(task, ctx.inputs), remote);
       for (let answered = false; ; answered = true) {
-        let question: string | undefined;
-        for await (const event of client.sendMessageStream(request, { serviceParameters, signal: ctx.signal })) {
-          const outcome = await follow(event, remote, pending, ctx);
-          // A stream after an answer opens with the task as it was: still asking, which is no new question.
-          if (answered && event.payload?.$case === 'task') continue;
-          if (outcome?.text) summary = outcome.text;
-          if (outcome?.state === TaskState.TASK_STATE_INPUT_REQUIRED) question = outcome.text ?? 'The remote agent needs more input.';
-          if (outcome?.state === TaskState.TASK_STATE_FAILED || outcome?.state === TaskState.TASK_STATE_REJECTED) {
-            throw new Error(`the remote A2A agent ${outcome.state === TaskState.TASK_STATE_FAILED ? 'failed' : 'rejected'} the task${outcome.text ? `: ${outcome.text}` : ''}`);
-          }
-          if (outcome?.state === TaskState.TASK_STATE_CANCELED) throw new Error('the remote A2A agent cancelled the task');
-          if (outcome?.final || question) break;
+        let outcome = await streamed(client, request, answered, remote, pending, ctx, serviceParameters);
+        // The stream ended before the remote task did (a cut connection, a restarted server): the task goes
+        // on over there, so it is read until it settles, and never sent again.
+        if (!outcome?.final && outcome?.state !== TaskState.TASK_STATE_INPUT_REQUIRED) {
+          outcome = await settle(client, remote, pending, ctx, serviceParameters, url);
         }
-        if (!question) break;
+        if (outcome.text) summary = outcome.text;
+        if (outcome.state === TaskState.TASK_STATE_FAILED || outcome.state === TaskState.TASK_STATE_REJECTED) {
+          throw new Error(`the remote A2A agent ${outcome.state === TaskState.TASK_STATE_FAILED ? 'failed' : 'rejected'} the task${outcome.text ? `: ${outcome.text}` : ''}`);
+        }
+        if (outcome.state === TaskState.TASK_STATE_CANCELED) throw new Error('the remote A2A agent cancelled the task');
+        if (outcome.state !== TaskState.TASK_STATE_INPUT_REQUIRED) break;
         // The sender answers through Baton; the answer goes back on the same remote task.
-        const answer = await ctx.ask(question);
+        const answer = await ctx.ask(outcome.text ?? 'The remote agent needs more input.');
         request = send([textPart(answer)], remote);
       }
       for (const { name, parts } of pending.values()) await attach(ctx, name, parts);
       return { status: 'success', summary: summary ?? `done by the A2A agent at ${url}`, remote_task: remote.id ?? null };
     } catch (err) {
-      if (ctx.signal.aborted) throw err;
-      if (err instanceof Error && /fetch failed|ECONNREFUSED|ECONNRESET|socket hang up/i.test(`${err.message} ${String(err.cause ?? '')}`)) {
-        throw new RetryableError(`lost the A2A agent at ${url}: ${err.message}`, { cause: err });
-      }
+      if (ctx.signal.aborted || err instanceof RetryableError) throw err;
+      if (isLost(err)) throw new RetryableError(`lost the A2A agent at ${url}: ${(err as Error).message}`, { cause: err });
       throw err;
     } finally {
       ctx.signal.removeEventListener('abort', cancelRemote);
@@ -78,7 +75,63 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
   };
 }
 
-function send(parts: Part[], remote: { id?: string; contextId: string }): SendMessageRequest {
+interface Remote { id?: string; contextId: string }
+interface Outcome { state: TaskState; text?: string; final: boolean }
+
+/** How long a remote task whose stream broke off is looked for, before the Baton task fails to be retried. */
+const SETTLE_MS = 5 * 60_000;
+const SETTLE_EVERY_MS = 1000;
+
+const isLost = (err: unknown) => err instanceof Error && /fetch failed|terminated|ECONNREFUSED|ECONNRESET|socket hang up/i.test(`${err.message} ${String(err.cause ?? '')}`);
+
+/**
+ * One message's stream: its events followed, until the remote task is final or asks. Returns the last
+ * state it said; undefined when the connection broke off before it said one that settles the task.
+ */
+async function streamed(client: Client, request: SendMessageRequest, answered: boolean, remote: Remote,
+  pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext, serviceParameters: Record<string, string>): Promise<Outcome | undefined> {
+  let last: Outcome | undefined;
+  try {
+    for await (const event of client.sendMessageStream(request, { serviceParameters, signal: ctx.signal })) {
+      const outcome = await follow(event, remote, pending, ctx);
+      // A stream after an answer opens with the task as it was: still asking, which is no new question.
+      if (answered && event.payload?.$case === 'task') continue;
+      if (!outcome) continue;
+      // The last words said stand for the whole, when the final status says none.
+      last = { ...outcome, text: outcome.text ?? (outcome.final ? last?.text : undefined) };
+      if (last.final || last.state === TaskState.TASK_STATE_INPUT_REQUIRED) return last;
+    }
+  } catch (err) {
+    // Once the remote task exists, a lost connection is no reason to send the work again.
+    if (ctx.signal.aborted || !remote.id || !isLost(err)) throw err;
+    ctx.log.warn({ err, remoteTask: remote.id }, 'the A2A stream broke off; reading the remote task until it settles');
+  }
+  return last?.final || last?.state === TaskState.TASK_STATE_INPUT_REQUIRED ? last : undefined;
+}
+
+/** The remote task, read until it is final or asks; a retryable failure if it cannot be read for SETTLE_MS. */
+async function settle(client: Client, remote: Remote, pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext,
+  serviceParameters: Record<string, string>, url: string): Promise<Outcome> {
+  if (!remote.id) throw new RetryableError(`the A2A agent at ${url} ended the stream before it named a task`);
+  const deadline = Date.now() + SETTLE_MS;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const task = await client.getTask({ tenant: '', id: remote.id, historyLength: 0 }, { serviceParameters, signal: ctx.signal });
+      const outcome = await follow({ payload: { $case: 'task', value: task } }, remote, pending, ctx);
+      if (outcome?.final || outcome?.state === TaskState.TASK_STATE_INPUT_REQUIRED) return outcome;
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new RetryableError(`lost the A2A agent at ${url} while its task ${remote.id} ran${lastError ? `: ${(lastError as Error).message}` : ''}`);
+    }
+    await sleep(SETTLE_EVERY_MS, undefined, { signal: ctx.signal });
+  }
+}
+
+function send(parts: Part[], remote: Remote): SendMessageRequest {
   const message: A2AMessage = {
     messageId: crypto.randomUUID(), contextId: remote.contextId, taskId: remote.id ?? '', role: Role.ROLE_USER,
     parts, metadata: {}, extensions: [], referenceTaskIds: [],
@@ -103,7 +156,7 @@ const textIn = (message: A2AMessage | undefined) => message?.parts.flatMap((p) =
 const finalStates = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED];
 
 /** One event of the remote task: remembered, reported as progress, or collected as an artifact. */
-async function follow(event: StreamResponse, remote: { id?: string; contextId: string }, pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext) {
+async function follow(event: StreamResponse, remote: Remote, pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext): Promise<Outcome | undefined> {
   const payload = event.payload;
   if (!payload) return undefined;
   if (payload.$case === 'message') return { state: TaskState.TASK_STATE_COMPLETED, text: textIn(payload.value), final: true };
