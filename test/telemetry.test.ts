@@ -14,11 +14,13 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatonClient } from '../src/client/agent.js';
 import { freePort } from '../src/stack/ports.js';
+import { DaemonMetrics } from '../src/telemetry/metrics.js';
 import { baton, cliPath } from './cli.js';
 import { eventually } from './daemon-helpers.js';
 import { admin, newAgent, stack, type TestAgent } from './helpers.js';
-import { agentKeyEnv } from './keys-mode.js';
+import { agentKey, agentKeyEnv } from './keys-mode.js';
 
 interface ReceivedSpan {
   traceId: string; spanId: string; parentSpanId?: string; name: string; service: string;
@@ -174,6 +176,19 @@ describe('one trace across a chain of agents', () => {
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(spans.slice(before).filter((s) => [step1.id, step2.id, step3.id].includes(String(s.attributes['baton.task.id'])))).toEqual([]);
     expect([step1, step2, step3].map((t) => t.traceparent)).toEqual([null, null, null]);
+  });
+});
+
+describe('a daemon\'s metrics', () => {
+  it('are still served, all but the queue\'s, while the database cannot be read', async () => {
+    const agent = await newAgent('metrics-dark');
+    // Nothing listens there: every call to the Baton API fails, as when the project is down.
+    const client = createBatonClient({ url: `http://127.0.0.1:${await freePort()}`, ...agentKey(stack), token: agent.token });
+    const metrics = new DaemonMetrics(client, { running: () => 1, capacity: () => 4, pushUp: () => false });
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(new RegExp(`^baton_agent_capacity\\{agent="${agent.id}"\\} 4$`, 'm'));
+    expect(text).toMatch(/^baton_tasks_running\{agent=".*"\} 1$/m);
+    expect(text).not.toMatch(/^baton_queue_tasks\{/m);
   });
 });
 

@@ -59,9 +59,13 @@ export class DaemonMetrics {
       name: 'baton_queue_tasks', help: 'Open tasks this agent can see, by status and required capability (the task_queue view).',
       labelNames: ['status', 'capability'] as const, registers,
       async collect() {
-        const { data, error } = await db.from('task_queue').select('status,capability,tasks');
-        if (error) throw new Error(error.message);
+        // The daemon's own metrics are wanted most when the database cannot be read: then this one is
+        // left out of the scrape (the failed call counts in baton_request_errors_total), never the rest.
+        // Within a scrape's time (Prometheus gives 10 s): the client's retries would take longer.
+        const { data, error } = await db.from('task_queue').select('status,capability,tasks').abortSignal(AbortSignal.timeout(3000))
+          .then((r) => r, (err: Error) => ({ data: null, error: err }));
         this.reset();
+        if (error) return;
         for (const row of data ?? []) this.set({ status: row.status ?? '', capability: row.capability ?? '' }, row.tasks ?? 0);
       },
     });
