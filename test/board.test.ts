@@ -89,6 +89,10 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     const { csrf } = await (await fetch(`${operator.origin}/api/session`, { headers: { cookie: session } })).json() as { csrf: string };
     const withCsrf = await fetch(`${operator.origin}/api/actions`, { method: 'POST', headers: { cookie: session, 'x-csrf-token': csrf, 'content-type': 'application/json' }, body: '{"action":"pause","schedule":"no-such-schedule"}' });
     expect(await withCsrf.json()).toMatchObject({ message: 'no schedule named "no-such-schedule"' });
+    // A path that is not valid percent-encoding is the caller's mistake, said as such.
+    const malformed = await fetch(`${operator.origin}/api/tasks/%E0%A4%A`, { headers: { cookie: session } });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ message: expect.stringContaining('not valid percent-encoding') });
   });
 
   it('shows a CLI hand-off appear and move as a daemon runs it, and its history, artifact hash and lineage', async () => {

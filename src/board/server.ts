@@ -107,7 +107,13 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       return json(res, 200, await data.act(await body(req) as BoardAction));
     }
     if (req.method !== 'GET') throw new HttpError(405, `${req.method} is not served; reads are GET, actions POST /api/actions`);
-    const parts = route.split('/').map(decodeURIComponent);
+    const parts = route.split('/').map((part) => {
+      try {
+        return decodeURIComponent(part);
+      } catch {
+        throw new HttpError(400, `the path ${url.pathname} is not valid percent-encoding`, 'Encode the task id and artifact name with encodeURIComponent.');
+      }
+    });
     switch (parts[0]) {
       case 'session': return json(res, 200, { ...data.who, csrf, push: feed.pushUp });
       case 'overview': return json(res, 200, await data.overview());
