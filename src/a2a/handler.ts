@@ -182,7 +182,12 @@ export class BatonA2AHandler implements A2ARequestHandler {
     let progressAt: string | null = null;
     try {
       while (!callerGone.aborted) {
-        const [task, events] = await Promise.all([this.client.getTask(taskId), this.client.events(taskId)]);
+        // The task first, then its history: a status change and its event commit together, so the
+        // history read second holds every event up to the status read first. Read side by side, a task
+        // seen completed could come with a history not yet showing it, and the stream would end
+        // without its last update.
+        const task = await this.client.getTask(taskId);
+        const events = await this.client.events(taskId);
         for (const event of events.filter((e) => e.id > last)) {
           last = event.id;
           yield this.statusUpdate(task, event);
