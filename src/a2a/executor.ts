@@ -3,7 +3,8 @@
  * status messages become Baton progress, its input-required a Baton question to the sender (the answer
  * goes back on the same remote task), its artifacts Baton artifacts; a Baton cancellation cancels the
  * remote task, and the remote agent's failure fails the Baton task by the usual rules (an unreachable
- * agent is a failure worth retrying after a backoff).
+ * agent is a failure worth retrying after a backoff). Once the remote agent has named its task, the work
+ * is never sent again: a stream that breaks off is followed by reading that task until it settles.
  */
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
