@@ -337,6 +337,18 @@ export const RecurringHandoff = z.object({
 });
 export type RecurringHandoff = z.infer<typeof RecurringHandoff>;
 
+/** Open tasks of one status and required capability, as the task_queue view counts them. */
+export const QueueRow = z.object({
+  status: TaskStatus,
+  capability: z.string().nullable(),
+  tasks: z.number().int(),
+  waiting: z.number().int(),
+  scheduled: z.number().int(),
+  oldest_created_at: timestamp.nullable(),
+  oldest_age: z.string().nullable(),
+});
+export type QueueRow = z.infer<typeof QueueRow>;
+
 /** A failed task, as the dead_letters view shows it. */
 export const DeadLetter = z.object({
   id: z.uuid(),

@@ -180,6 +180,15 @@ describe('one trace across a chain of agents', () => {
 });
 
 describe('a daemon\'s metrics', () => {
+  it('count the open tasks the agent can see, by status and capability, read at each scrape', async () => {
+    const agent = await newAgent('metrics-queue');
+    const capability = `unserved-${crypto.randomUUID().slice(0, 8)}`;
+    await agent.client.broadcast({ title: 'nobody can do this yet', requiredCapabilities: [capability] });
+    const metrics = new DaemonMetrics(agent.client, { running: () => 0, capacity: () => 1, pushUp: () => true });
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(new RegExp(`^baton_queue_tasks\\{status="pending",capability="${capability}",agent="${agent.id}"\\} 1$`, 'm'));
+  });
+
   it('are still served, all but the queue\'s, while the database cannot be read', async () => {
     const agent = await newAgent('metrics-dark');
     // Nothing listens there: every call to the Baton API fails, as when the project is down.

@@ -3,7 +3,7 @@ import type { Json } from '../database.types.js';
 import type { BatonDb } from './connection.js';
 import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
-import { Agent, DeadLetter, HandoffInput, RecurringHandoff, SweepReport, Task } from '../schemas.js';
+import { Agent, DeadLetter, HandoffInput, QueueRow, RecurringHandoff, SweepReport, Task } from '../schemas.js';
 import { mintAgentToken, type SigningKey, type TokenSigner } from '../tokens.js';
 import { asJson, connect, unwrap, unwrapOne } from './connection.js';
 
@@ -54,6 +54,13 @@ const Agents = z.array(Agent);
 export async function setScheduleEnabled(db: BatonDb, name: string, enabled: boolean): Promise<RecurringHandoff | null> {
   const changed = await unwrap(db.from('recurring_handoffs').update({ enabled }).eq('name', name).select('*'), RecurringHandoffs);
   return changed[0] ?? null;
+}
+
+/** Open tasks by status and required capability (task_queue), as whoever `db` acts for sees them: all for the operator. */
+export async function readQueue(db: BatonDb, signal?: AbortSignal): Promise<QueueRow[]> {
+  let query = db.from('task_queue').select('*').order('status').order('capability');
+  if (signal) query = query.abortSignal(signal);
+  return unwrap(query, z.array(QueueRow));
 }
 
 /** Removes a recurring hand-off, as whoever `db` acts for; the tasks it made stay. */

@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { readQueue } from '../client/admin.js';
 import type { BatonClient } from '../client/agent.js';
 import type { Task } from '../schemas.js';
 
@@ -62,11 +63,9 @@ export class DaemonMetrics {
         // The daemon's own metrics are wanted most when the database cannot be read: then this one is
         // left out of the scrape (the failed call counts in baton_request_errors_total), never the rest.
         // Within a scrape's time (Prometheus gives 10 s): the client's retries would take longer.
-        const { data, error } = await db.from('task_queue').select('status,capability,tasks').abortSignal(AbortSignal.timeout(3000))
-          .then((r) => r, (err: Error) => ({ data: null, error: err }));
+        const rows = await readQueue(db, AbortSignal.timeout(3000)).catch(() => []);
         this.reset();
-        if (error) return;
-        for (const row of data ?? []) this.set({ status: row.status ?? '', capability: row.capability ?? '' }, row.tasks ?? 0);
+        for (const row of rows) this.set({ status: row.status, capability: row.capability ?? '' }, row.tasks);
       },
     });
   }

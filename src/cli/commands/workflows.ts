@@ -1,7 +1,7 @@
 /** Dead letters and schedules: retry, dead-letters, schedule add|list|remove. */
 import { Option, type Command } from 'commander';
 import type { DeadLetter, JsonObject, RecurringHandoff } from '../../schemas.js';
-import { toBatonError } from '../../errors.js';
+import { readQueue } from '../../client/admin.js';
 import { adminClient, agentClient, configOf } from '../context.js';
 import { usageError } from '../exit.js';
 import { integer, json, list, wholeNumber } from '../inputs.js';
@@ -55,10 +55,7 @@ function registerQueue(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton queue --json')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const db = config.agentToken ? agentClient(config).db : adminClient(config).db;
-      const { data, error } = await db.from('task_queue').select('*').order('status').order('capability');
-      if (error) throw toBatonError(error);
-      const rows = data ?? [];
+      const rows = await readQueue(config.agentToken ? agentClient(config).db : adminClient(config).db);
       emit(config, rows, (r) => table(r, [
         ['STATUS', (q) => q.status],
         ['CAPABILITY', (q) => q.capability],
