@@ -1277,13 +1277,6 @@ AS $function$
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton_private.in_batch()
- RETURNS boolean
- LANGUAGE sql
- STABLE
-AS $function$ select coalesce(pg_catalog.current_setting('baton.batch', true), '') = 'on' $function$
-;
-
 CREATE OR REPLACE FUNCTION baton_private.is_artifact_name(value text)
  RETURNS boolean
  LANGUAGE sql
@@ -3759,7 +3752,7 @@ CREATE TRIGGER step2_limit_json_on_change BEFORE UPDATE ON public.task_handoffs 
 
 CREATE TRIGGER step2_prepare_insert BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__prepare_insert();
 
-CREATE TRIGGER step3_quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN ((NOT baton_private.in_batch())) EXECUTE FUNCTION baton_private.tg_task_handoffs__quota();
+CREATE TRIGGER step3_quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN ((current_setting('baton.batch'::text, true) IS DISTINCT FROM 'on'::text)) EXECUTE FUNCTION baton_private.tg_task_handoffs__quota();
 
 CREATE TRIGGER step3_transition BEFORE UPDATE ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__transition();
 
@@ -3969,8 +3962,6 @@ function: baton_private.free_capacity(agent text) EXECUTE to postgres
 function: baton_private.hand_back_lost_claims(ids uuid[], reasons text[], what text) EXECUTE to postgres
 
 function: baton_private.handoff_item(item jsonb) EXECUTE to postgres
-
-function: baton_private.in_batch() EXECUTE to postgres
 
 function: baton_private.is_artifact_name(value text) EXECUTE to anon
 
