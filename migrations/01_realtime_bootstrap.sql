@@ -1,10 +1,20 @@
 -- The parts of Supabase Realtime's schema that Baton's migrations use, for a bare Postgres: the
 -- `realtime.messages` table whose row-level security decides who may join a private channel,
 -- `realtime.topic()`, and `realtime.send()`. A hosted project has all of them, and then nothing here
--- runs. On the embedded stack, `realtime.send()` hands the message to the gateway's Realtime server
--- through NOTIFY; the hosted one stores it for Realtime to deliver.
+-- runs; the hosted `realtime.send()` stores the message for Realtime to deliver.
+--
+-- On the embedded stack, `realtime.send()` puts the message in `realtime.outbox`, which the gateway's
+-- Realtime server drains, in order, while messages come. Only when it has found the outbox empty
+-- does it ring for a wake-up: it sets `realtime.doorbell.armed`, and the next send raises a NOTIFY.
+-- A NOTIFY on every send would serialize the commits of every transaction that sends (Postgres holds
+-- one lock for the whole database from a notifying transaction's pre-commit to its end, WAL flush
+-- included), which halved the rate of concurrent single hand-offs (docs/benchmarks.md). Both tables
+-- are unlogged: after a crash they are empty, and the Realtime server lets every client go, as it
+-- does whenever its connection to the database is made again, so each catches up by itself.
 
 do $$
+declare
+  send_source text;
 begin
   if not exists (select from pg_catalog.pg_namespace where nspname = 'realtime') then
     create schema realtime;
@@ -33,12 +43,33 @@ begin
     grant execute on function realtime.topic() to anon, authenticated, service_role;
   end if;
 
-  if pg_catalog.to_regprocedure('realtime.send(jsonb, text, text, boolean)') is null then
-    create function realtime.send(payload jsonb, event text, topic text, private boolean default true) returns void
-    language sql volatile
+  -- The stack's own send is made, or made again over an earlier one of its own (each raises NOTIFY on
+  -- the channel realtime_broadcast); a hosted project's is left alone.
+  select p.prosrc into send_source from pg_catalog.pg_proc p
+  where p.oid = pg_catalog.to_regprocedure('realtime.send(jsonb, text, text, boolean)');
+  if send_source is null or send_source like '%realtime_broadcast%' then
+    create unlogged table if not exists realtime.outbox (
+      id bigint generated always as identity,
+      message text not null
+    );
+    create unlogged table if not exists realtime.doorbell (
+      id boolean primary key default true check (id),
+      armed boolean not null default false
+    );
+    revoke all on realtime.outbox, realtime.doorbell from public, anon, authenticated, service_role;
+    comment on table realtime.outbox is 'Broadcasts sent and not yet delivered by the embedded stack''s Realtime server, which drains it.';
+    comment on table realtime.doorbell is 'Set by the embedded stack''s Realtime server when it found the outbox empty: the next realtime.send() wakes it with a NOTIFY.';
+
+    create or replace function realtime.send(payload jsonb, event text, topic text, private boolean default true) returns void
+    language plpgsql volatile security definer set search_path = ''
     as $fn$
-      select pg_catalog.pg_notify('realtime_broadcast',
-        pg_catalog.json_build_object('topic', topic, 'event', event, 'payload', payload, 'private', private)::text)
+    begin
+      insert into realtime.outbox (message)
+      values (pg_catalog.json_build_object('topic', topic, 'event', event, 'payload', payload, 'private', private)::text);
+      if exists (select from realtime.doorbell d where d.armed) then
+        perform pg_catalog.pg_notify('realtime_broadcast', '');
+      end if;
+    end
     $fn$;
   end if;
 end

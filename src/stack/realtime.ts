@@ -1,12 +1,13 @@
 /**
  * Supabase Realtime's broadcast, for the embedded stack: the Phoenix channel protocol that
- * @supabase/realtime-js speaks (JSON frames), fed by the NOTIFY that the bootstrap's realtime.send()
- * raises. A private channel is joined only if the realtime.messages policies let the joining role read
+ * @supabase/realtime-js speaks (JSON frames), fed by the outbox that the bootstrap's realtime.send()
+ * writes to (see migrations/01_realtime_bootstrap.sql). A private channel is joined only if the realtime.messages policies let the joining role read
  * a message on its topic, evaluated in the database as that role with its claims (as hosted Realtime
  * does), after the same token check as every REST call. Postgres changes and client broadcasts are not
  * served: Baton's agents only listen.
  */
 import type http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Duplex } from 'node:stream';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import { refuseTokenHeader } from '../tokens.js';
@@ -15,7 +16,16 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from 'pino';
 
 export const REALTIME_PATH = '/realtime/v1/websocket';
+/** The channel realtime.send() raises a NOTIFY on while the doorbell is set. */
 const CHANNEL = 'realtime_broadcast';
+/** While messages come, the outbox is drained this often: each drain takes what came meanwhile. */
+const DRAIN_INTERVAL_MS = 5;
+/** Most messages one drain takes. */
+const DRAIN_BATCH = 5000;
+/** While the doorbell is set, the outbox is looked at this often all the same. */
+const IDLE_CHECK_MS = 10_000;
+/** Longest pause while waiting for the transactions open when the doorbell was set to end. */
+const SETTLE_PAUSE_MS = 100;
 const ROLES = new Set(['anon', 'authenticated', 'service_role']);
 
 export interface RealtimeOptions {
@@ -177,11 +187,11 @@ class RealtimeServer {
     if (set.size === 0) this.listeners.delete(topic);
   }
 
-  /** A NOTIFY from realtime.send(), to every socket that joined its topic. */
-  private deliver(text: string | undefined): void {
+  /** A message from realtime.send(), to every socket that joined its topic. */
+  private deliver(text: string): void {
     let message: { topic: string; event: string; payload: unknown; private: boolean };
     try {
-      message = JSON.parse(text ?? '');
+      message = JSON.parse(text);
     } catch {
       return;
     }
@@ -193,23 +203,30 @@ class RealtimeServer {
   }
 
   /**
-   * Deliveries: one LISTEN connection. At start, a database that does not answer is an error; once
-   * running, the connection is made again for as long as it takes (Postgres restarting, or restarted
-   * by the stack after a crash).
+   * Deliveries: one connection that drains the outbox. At start, a database that does not answer is an
+   * error; once running, the connection is made again for as long as it takes (Postgres restarting, or
+   * restarted by the stack after a crash).
    */
   async listen(attempt = 0, reconnecting = false): Promise<void> {
     if (this.stopping) return;
     const client = new pg.Client({ connectionString: this.options.databaseUrl });
-    client.on('notification', (n) => this.deliver(n.payload));
-    client.on('error', (err) => {
-      this.log.warn({ err }, 'realtime: the LISTEN connection failed; reconnecting');
+    const bell = new Bell();
+    const lost = (err: Error) => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
       void client.end().catch(() => undefined);
-      if (this.listener === client) this.listener = undefined;
+      if (this.stopping) return;
+      this.log.warn({ err }, 'realtime: the connection that drains the outbox failed; reconnecting');
       setTimeout(() => void this.listen(1, true), 500).unref();
-    });
+    };
+    client.on('notification', () => bell.ring());
+    client.on('error', lost);
     try {
       await client.connect();
       await client.query(`listen ${CHANNEL}`);
+      // What was sent while no connection drained is not delivered (below: every client catches up).
+      await client.query('delete from realtime.outbox');
+      await client.query('insert into realtime.doorbell (id, armed) values (true, false) on conflict (id) do update set armed = false');
       this.listener = client;
     } catch (err) {
       await client.end().catch(() => undefined);
@@ -218,11 +235,86 @@ class RealtimeServer {
       return this.listen(attempt + 1, reconnecting);
     }
     if (reconnecting) {
-      // What was sent while no connection listened is lost: every client is let go, and as each joins
+      // What was sent while no connection drained is lost: every client is let go, and as each joins
       // again it looks for work and results itself (a daemon claims and reads its results on rejoining).
-      this.log.info({ clients: this.wss.clients.size }, 'realtime: listening again; clients reconnect to catch up');
+      this.log.info({ clients: this.wss.clients.size }, 'realtime: draining again; clients reconnect to catch up');
       for (const socket of this.wss.clients) socket.terminate();
     }
+    this.drainLoop(client, bell).catch(lost);
+  }
+
+  /**
+   * Drains the outbox every few milliseconds while messages come. Once a drain finds it empty, the
+   * doorbell is set, so that the next send wakes the loop with a NOTIFY, and the loop sleeps until then.
+   */
+  private async drainLoop(client: pg.Client, bell: Bell): Promise<void> {
+    while (this.listener === client) {
+      if (await this.drain(client) > 0) {
+        await sleep(DRAIN_INTERVAL_MS, undefined, { ref: false });
+        continue;
+      }
+      bell.reset();
+      await client.query('update realtime.doorbell set armed = true');
+      if (await this.quietSinceBell(client)) await bell.wait(IDLE_CHECK_MS);
+      await client.query('update realtime.doorbell set armed = false');
+    }
+  }
+
+  /**
+   * Whether the outbox stayed empty after the doorbell was set. A send that looked at the doorbell just
+   * before it was set raises no NOTIFY, and its message shows only when its transaction commits: so the
+   * outbox is drained again until every transaction open when the doorbell was set has ended (a
+   * sender's has an id by then, from its write to the outbox). False as soon as a drain delivers.
+   */
+  private async quietSinceBell(client: pg.Client): Promise<boolean> {
+    const snapshot = (await client.query<{ snapshot: string }>('select pg_catalog.pg_current_snapshot()::text as snapshot')).rows[0]!.snapshot;
+    for (let pause = 1; ; pause = Math.min(2 * pause, SETTLE_PAUSE_MS)) {
+      const { open } = (await client.query<{ open: boolean }>(
+        "select exists (select from pg_catalog.pg_snapshot_xip($1::pg_snapshot) x where pg_catalog.pg_xact_status(x) = 'in progress') as open", [snapshot])).rows[0]!;
+      if (await this.drain(client) > 0) return false;
+      if (!open) return true;
+      await sleep(pause, undefined, { ref: false });
+    }
+  }
+
+  /** Takes up to DRAIN_BATCH messages from the outbox, oldest first, and delivers them. */
+  private async drain(client: pg.Client): Promise<number> {
+    const { rows } = await client.query<{ message: string }>(
+      `with taken as (
+         delete from realtime.outbox where id in (select o.id from realtime.outbox o order by o.id limit $1)
+         returning id, message)
+       select message from taken order by id`, [DRAIN_BATCH]);
+    for (const { message } of rows) this.deliver(message);
+    return rows.length;
+  }
+}
+
+/** A latch for the doorbell's NOTIFY: a ring while nobody waits is kept for the next wait. */
+class Bell {
+  private rung = false;
+  private waiting: (() => void) | undefined;
+
+  ring(): void {
+    this.rung = true;
+    this.waiting?.();
+  }
+
+  reset(): void {
+    this.rung = false;
+  }
+
+  /** Resolves when the bell rings (or has rung since the last reset), or after `ms`. */
+  wait(ms: number): Promise<void> {
+    if (this.rung) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiting = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms).unref();
+      this.waiting = done;
+    });
   }
 }
 
