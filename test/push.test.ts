@@ -6,7 +6,7 @@
 import type { RealtimeChannel } from '@supabase/supabase-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { daemon, eventually } from './daemon-helpers.js';
-import { newAgent, uniqueId, type TestAgent } from './helpers.js';
+import { database, newAgent, uniqueId, type TestAgent } from './helpers.js';
 
 const channels: RealtimeChannel[] = [];
 afterEach(async () => {
@@ -100,6 +100,54 @@ describe('push', () => {
     const task = await alice.client.handoff({ to: alice.id, title: 'for alice only', allowOffline: true });
     await eventually(async () => own.received.some((m) => JSON.stringify(m.payload).includes(task.id)) || undefined, 30_000, 'alice to hear of her task');
     expect([...snoop.received, ...lacking.received, ...other.received]).toEqual([]);
+  });
+});
+
+describe('the embedded stack\'s outbox', () => {
+  // realtime.send() raises a NOTIFY only while the drainer's doorbell is set. A send that read the
+  // doorbell unset, and commits only after the drainer found the outbox empty and set it, raises
+  // none: the drainer must wait for such a transaction before it sleeps, or the message waits for its
+  // ten-second safety look. The sender here reads the doorbell in a snapshot taken while the drainer
+  // was busy, and commits once the doorbell is set.
+  it('delivers a message whose sender read the doorbell unset and committed after it was set', async () => {
+    const agent = await newAgent('late-sender');
+    const heard = await listen(agent, `agent:${agent.id}`);
+    expect(heard.outcome.status).toBe('SUBSCRIBED');
+    const db = database();
+    const sender = await db.connect();
+    let streaming = true;
+    // Messages on a topic nobody joined keep the drainer busy, the doorbell unset.
+    const stream = (async () => {
+      while (streaming) {
+        await db.query("select realtime.send('{}'::jsonb, 'noise', $1, true)", [uniqueId('nobody')]);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    })();
+    try {
+      await eventually(async () => {
+        await sender.query('begin isolation level repeatable read');
+        const { rows: [bell] } = await sender.query('select armed from realtime.doorbell');
+        if (!bell.armed) return true;
+        await sender.query('rollback');
+        return undefined;
+      }, 20_000, 'a snapshot in which the doorbell is unset');
+      await sender.query("select realtime.send($1::jsonb, 'work', $2, true)", [JSON.stringify({ late: true }), `agent:${agent.id}`]);
+      streaming = false;
+      await stream;
+      const seen = await db.connect();
+      try {
+        await eventually(async () => (await seen.query('select armed from realtime.doorbell')).rows[0].armed || undefined, 20_000, 'the doorbell to be set');
+      } finally {
+        seen.release();
+      }
+      await sender.query('commit');
+      await eventually(async () => heard.received.find((m) => m.event === 'work' && (m.payload as { late?: boolean }).late), 5000, 'the late message');
+    } finally {
+      streaming = false;
+      await stream;
+      await sender.query('rollback').catch(() => undefined);
+      sender.release();
+    }
   });
 });
 
