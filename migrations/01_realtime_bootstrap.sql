@@ -8,9 +8,9 @@
 -- does it ring for a wake-up: it sets `realtime.doorbell.armed`, and the next send raises a NOTIFY.
 -- A NOTIFY on every send would serialize the commits of every transaction that sends (Postgres holds
 -- one lock for the whole database from a notifying transaction's pre-commit to its end, WAL flush
--- included), which halved the rate of concurrent single hand-offs (docs/benchmarks.md). Both tables
--- are unlogged: after a crash they are empty, and the Realtime server lets every client go, as it
--- does whenever its connection to the database is made again, so each catches up by itself.
+-- included): with 20 connections handing off singly, a quarter fewer hand-offs/s (docs/benchmarks.md).
+-- Both tables are unlogged: after a crash they are empty, and the Realtime server lets every client
+-- go, as it does whenever its connection to the database is made again, so each catches up by itself.
 
 do $$
 declare
