@@ -71,6 +71,8 @@ begin
       end if;
     end
     $fn$;
+    -- Baton's triggers send as the owner; no API role may broadcast by itself.
+    revoke execute on function realtime.send(jsonb, text, text, boolean) from public, anon, authenticated;
   end if;
 end
 $$;
