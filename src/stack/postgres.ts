@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import type { Logger } from 'pino';
 import { isAlive } from './state.js';
 import type { Supervised } from './supervise.js';
@@ -67,4 +68,21 @@ export async function startPostgres(
   process.once('beforeExit', stop);
   void exited.then(() => process.removeListener('beforeExit', stop));
   return { pid, exited, stop };
+}
+
+/**
+ * The directory of Postgres's Unix socket for `port`, where it has one (not on Windows): local clients
+ * that connect through it (PostgREST) spend less CPU, on both ends, than over TCP.
+ */
+export async function unixSocketDirectory(databaseUrl: string, port: number): Promise<string | undefined> {
+  if (process.platform === 'win32') return undefined;
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ dirs: string }>("select current_setting('unix_socket_directories') as dirs");
+    return rows[0]!.dirs.split(',').map((dir) => dir.trim())
+      .find((dir) => path.isAbsolute(dir) && fs.existsSync(path.join(dir, `.s.PGSQL.${port}`)));
+  } finally {
+    await client.end();
+  }
 }
