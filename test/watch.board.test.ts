@@ -33,13 +33,11 @@ describe.skipIf(!hasTmux)('baton watch on a terminal', () => {
       await eventually(async () => screen().includes('live (push)') || undefined, 15_000, 'the board to be live');
       await viewer.client.heartbeat('watching');
       const task = await boss.client.handoff({ to: viewer.id, title: 'Move me across' });
-      // Generous: on a machine saturated by the whole suite, the board's reads may wait their turn at the
-      // gateway (push itself is held to 5 s in test/push.test.ts).
-      await eventually(async () => /pending \(1\)[\s\S]*Move me across/.test(screen()) || undefined, 20_000, 'the task in pending');
+      await eventually(async () => /pending \(1\)[\s\S]*Move me across/.test(screen()) || undefined, 5000, 'the task in pending');
       const held = await viewer.client.claim(task.id, { start: true });
-      await eventually(async () => /in progress \(1\)/.test(screen()) || undefined, 20_000, 'the task in progress');
+      await eventually(async () => /in progress \(1\)/.test(screen()) || undefined, 5000, 'the task in progress');
       await viewer.client.complete(held.id, held.claim_token);
-      await eventually(async () => /done recently \(1\)/.test(screen()) || undefined, 20_000, 'the task done');
+      await eventually(async () => /done recently \(1\)/.test(screen()) || undefined, 5000, 'the task done');
       expect(screen()).not.toMatch(/\u001b\[/);
       tmux('send-keys', '-t', session, 'q');
       await eventually(async () => {
@@ -53,5 +51,5 @@ describe.skipIf(!hasTmux)('baton watch on a terminal', () => {
     } finally {
       try { tmux('kill-session', '-t', session); } catch { /* already gone */ }
     }
-  }, 120_000);
+  });
 });
