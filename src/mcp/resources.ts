@@ -8,6 +8,7 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { SubscribeRequestSchema, UnsubscribeRequestSchema, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { loopPrompt } from './prompt.js';
+import { rerunning } from '../rerun.js';
 import { openStatuses } from '../schemas.js';
 import { forModel, isTextual, type McpAgent } from './shared.js';
 
@@ -88,31 +89,19 @@ export function registerResources(server: McpServer, agent: McpAgent): Subscript
 function subscriptions(server: McpServer, agent: McpAgent): Subscriptions {
   const subscribed = new Map<string, string | undefined>(); // uri → digest of what it last read
   const digest = (value: unknown) => crypto.createHash('sha256').update(JSON.stringify(value)).digest('hex');
-  let checking: Promise<void> | undefined;
-  let again = false;
-  const check = (): Promise<void> => {
-    if (checking) {
-      again = true;
-      return checking;
-    }
-    checking = (async () => {
-      do {
-        again = false;
-        for (const [uri, before] of subscribed) {
-          try {
-            const now = digest(await readFor(agent, uri));
-            if (subscribed.has(uri) && now !== before) {
-              subscribed.set(uri, now);
-              await server.server.sendResourceUpdated({ uri });
-            }
-          } catch (err) {
-            agent.log.warn({ err, uri }, 'could not re-read a subscribed resource');
-          }
+  const check = rerunning(async () => {
+    for (const [uri, before] of subscribed) {
+      try {
+        const now = digest(await readFor(agent, uri));
+        if (subscribed.has(uri) && now !== before) {
+          subscribed.set(uri, now);
+          await server.server.sendResourceUpdated({ uri });
         }
-      } while (again);
-    })().finally(() => { checking = undefined; });
-    return checking;
-  };
+      } catch (err) {
+        agent.log.warn({ err, uri }, 'could not re-read a subscribed resource');
+      }
+    }
+  });
   server.server.setRequestHandler(SubscribeRequestSchema, async ({ params }) => {
     subscribed.set(params.uri, digest(await readFor(agent, params.uri)));
     return {};

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { agentTopics, PushListener, type PushedTask } from '../../agent/push.js';
 import type { BatonClient } from '../../client/agent.js';
 import { silentLogger } from '../../logger.js';
+import { rerunning } from '../../rerun.js';
 import { finalStatuses, openStatuses, type Task, type TaskStatus } from '../../schemas.js';
 import { drawBoard, type BoardEvent, type BoardState } from '../board.js';
 import { agentClient, configOf } from '../context.js';
@@ -65,35 +66,25 @@ async function board(client: BatonClient): Promise<void> {
     state.push = push?.up ?? false;
     out.write(`\x1b[H\x1b[2J${drawBoard(state, out.columns || 100, (out.rows || 40) - 1)}`);
   };
-  let refreshing: Promise<void> | undefined;
-  // A refresh asked for while one runs may come from a change that one read too early: it runs again.
-  let again = false;
-  const refresh = () => {
-    if (refreshing) {
-      again = true;
-      return refreshing;
-    }
-    refreshing = (async () => {
-      do {
-        again = false;
-        // The open tasks, read from the front of their indexes however long the history is. What ended
-        // while the board watched is what left that list, read again by id and kept for ten minutes.
-        // (A listing of every status would come oldest first and, on a long-lived project, hold only
-        // finished tasks, and read the whole table to find them.)
-        const [open, agents] = await Promise.all([client.listTasks({ box: 'all', status: [...openStatuses], limit: 200 }), client.discover()]);
-        const listed = new Set(open.map((t) => t.id));
-        const left = state.tasks.filter((t) => !listed.has(t.id));
-        const reread = await client.getTasks(left.filter((t) => !isFinal(t.status)).map((t) => t.id));
-        const recent = Date.now() - 10 * 60_000;
-        const ended = [...reread, ...left].filter((t) => isFinal(t.status) && Date.parse(t.updated_at) > recent)
-          .sort((x, y) => Date.parse(y.updated_at) - Date.parse(x.updated_at));
-        state.tasks = [...open, ...ended];
-        state.agents = agents;
-        redraw();
-      } while (again);
-    })().catch(() => undefined).finally(() => { refreshing = undefined; });
-    return refreshing;
+  const readBoard = async () => {
+    // The open tasks, read from the front of their indexes however long the history is. What ended
+    // while the board watched is what left that list, read again by id and kept for ten minutes.
+    // (A listing of every status would come oldest first and, on a long-lived project, hold only
+    // finished tasks, and read the whole table to find them.)
+    const [open, agents] = await Promise.all([client.listTasks({ box: 'all', status: [...openStatuses], limit: 200 }), client.discover()]);
+    const listed = new Set(open.map((t) => t.id));
+    const left = state.tasks.filter((t) => !listed.has(t.id));
+    const reread = await client.getTasks(left.filter((t) => !isFinal(t.status)).map((t) => t.id));
+    const recent = Date.now() - 10 * 60_000;
+    const ended = [...reread, ...left].filter((t) => isFinal(t.status) && Date.parse(t.updated_at) > recent)
+      .sort((x, y) => Date.parse(y.updated_at) - Date.parse(x.updated_at));
+    state.tasks = [...open, ...ended];
+    state.agents = agents;
+    redraw();
   };
+  // A refresh asked for while one runs may come from a change that one read too early: it runs again.
+  // One that fails leaves the board as it was; the next one tries again.
+  const refresh = rerunning(() => readBoard().catch(() => undefined));
   let soon: NodeJS.Timeout | undefined;
   push = await listen(client, (event) => {
     state.events.push(event);
