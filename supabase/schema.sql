@@ -635,6 +635,15 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select last_heartbeat is null or last_heartbeat < now() - interval '1 second' or not is_active
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.can_see_message(message_id uuid, agent text)
  RETURNS boolean
  LANGUAGE sql
@@ -820,7 +829,10 @@ declare
   claims jsonb := auth.jwt();
   agent text := claims ->> 'agent_id';
   token_id text := claims ->> 'jti';
-  token public.agent_tokens;
+  token_found boolean := false;
+  token_revoked_at timestamptz;
+  token_expires_at timestamptz;
+  beat_due boolean := false;
   method text := current_setting('request.method', true);
   relation text := split_part(ltrim(coalesce(current_setting('request.path', true), ''), '/'), '/', 1);
   writes boolean := method in ('POST', 'PATCH', 'PUT', 'DELETE');
@@ -853,16 +865,19 @@ begin
     return;
   end if;
   if token_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
-    select * into token from public.agent_tokens t where t.id = token_id::uuid and t.agent_id = agent;
+    select true, t.revoked_at, t.expires_at, baton_private.beat_due(a.last_heartbeat, a.is_active)
+      into token_found, token_revoked_at, token_expires_at, beat_due
+    from public.agent_tokens t left join public.agents a on a.id = t.agent_id
+    where t.id = token_id::uuid and t.agent_id = agent;
   end if;
-  if token.id is null then
+  if not coalesce(token_found, false) then
     raise exception 'the token for agent "%" was never issued by this project', agent
       using errcode = 'BT006', hint = 'Use a token printed by baton agent create or baton agent token.';
-  elsif token.revoked_at is not null then
-    raise exception 'the token for agent "%" was revoked at %', agent, token.revoked_at
+  elsif token_revoked_at is not null then
+    raise exception 'the token for agent "%" was revoked at %', agent, token_revoked_at
       using errcode = 'BT006', hint = 'Ask an operator for a new token: baton agent token <id>.';
-  elsif token.expires_at <= now() then
-    raise exception 'the token for agent "%" expired at %', agent, token.expires_at
+  elsif token_expires_at <= now() then
+    raise exception 'the token for agent "%" expired at %', agent, token_expires_at
       using errcode = 'BT006', hint = 'Ask an operator for a new token: baton agent token <id>.';
   end if;
 
@@ -874,7 +889,7 @@ begin
     end if;
   end if;
 
-  if current_setting('transaction_read_only') = 'off' then
+  if beat_due and current_setting('transaction_read_only') = 'off' then
     perform baton_private.record_beat(agent);
   end if;
 end
@@ -1514,7 +1529,7 @@ begin
   update public.agents a set last_heartbeat = now(), is_active = true
   where a.id = (
     select b.id from public.agents b
-    where b.id = agent and (b.last_heartbeat is null or b.last_heartbeat < now() - interval '1 second' or not b.is_active)
+    where b.id = agent and baton_private.beat_due(b.last_heartbeat, b.is_active)
     for no key update skip locked
   );
 end
@@ -3875,6 +3890,8 @@ function: baton_private.apply_retention() EXECUTE to postgres
 
 function: baton_private.baton_relations() EXECUTE to postgres
 
+function: baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) EXECUTE to postgres
+
 function: baton_private.can_see_message(message_id uuid, agent text) EXECUTE to anon
 
 function: baton_private.can_see_message(message_id uuid, agent text) EXECUTE to authenticated
@@ -4672,6 +4689,8 @@ comment on column public.waiting_tasks.to_agent is 'Whom it is addressed to, or 
 comment on column public.waiting_tasks.waiting_on is 'How many dependencies are still unresolved.';
 
 comment on function baton_private.baton_relations() is 'Every relation Baton serves through the API, tables and views: what the request check guards. A relation added later is added here too (test/rules.enumerate.test.ts fails until it is).';
+
+comment on function baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) is 'Whether a request from this agent should note that it was heard from: it was last heard from over a second ago, never, or it was marked inactive.';
 
 comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks every minute with pg_cron where it exists (enabling it where it is preloaded), and says what it did. Run it again after enabling pg_cron on a project that did not have it.';
 

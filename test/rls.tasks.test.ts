@@ -112,6 +112,28 @@ describe('agents', async () => {
     expect(beat).toMatchObject({ is_active: true, status_message: 'working' });
   });
 
+  it('notes that an agent was heard from on any request that writes, when a beat is due', async () => {
+    const carol = await newAgent('carol');
+    const beat = async () => (await db.query<{ last_heartbeat: Date; is_active: boolean }>(
+      'select last_heartbeat, is_active from agents where id = $1', [carol.id])).rows[0]!;
+    const longAgo = new Date('2020-01-01T00:00:00Z');
+    await db.query('update agents set last_heartbeat = $2, is_active = false where id = $1', [carol.id, longAgo]);
+    // A read runs read-only: it notes nothing.
+    await carol.client.listTasks();
+    expect(await beat()).toEqual({ last_heartbeat: longAgo, is_active: false });
+    // A write that is no heartbeat still says the agent is alive.
+    const before = await databaseNow();
+    await carol.client.handoff({ to: carol.id, title: 'note to self' });
+    const noted = await beat();
+    expect(noted.is_active).toBe(true);
+    expectStampedBetween(noted.last_heartbeat, before, await databaseNow());
+    // Heard from within the last second (here: stamped ahead of the clock), no beat is due: nothing is written.
+    const ahead = new Date(Date.now() + 3_600_000);
+    await db.query('update agents set last_heartbeat = $2 where id = $1', [carol.id, ahead]);
+    await carol.client.handoff({ to: carol.id, title: 'another note' });
+    expect(await beat()).toEqual({ last_heartbeat: ahead, is_active: true });
+  });
+
   it('lets only an operator register agents', async () => {
     const { error } = await alice.client.db.from('agents').insert({ id: 'self-made' });
     expect(error?.code).toBe('42501');
