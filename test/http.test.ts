@@ -39,6 +39,29 @@ describe('batonFetch', () => {
     expect(await res.json()).toEqual({ method: 'POST', url: '/rest/v1/rpc/x?a=1', apikey: 'k', body: '{"p":1}' });
   });
 
+  it('answers with a Response whose body reads once, as text, JSON, bytes, a blob or a stream, as any Response does', async () => {
+    const post = () => batonFetch(`${base}/r`, { method: 'POST', body: 'é' });
+    const expected = { method: 'POST', url: '/r', body: 'é' };
+    const res = await post();
+    expect(res).toBeInstanceOf(Response);
+    expect(res.bodyUsed).toBe(false);
+    const copy = res.clone();
+    expect(JSON.parse(await res.text())).toEqual(expected);
+    expect(res.bodyUsed).toBe(true);
+    await expect(res.json()).rejects.toThrow(TypeError);
+    expect(await copy.json()).toEqual(expected);
+    expect(JSON.parse(new TextDecoder().decode(await (await post()).arrayBuffer()))).toEqual(expected);
+    expect(JSON.parse(new TextDecoder().decode(await (await post()).bytes()))).toEqual(expected);
+    const blob = await (await post()).blob();
+    expect(blob.type).toBe('application/json');
+    expect(JSON.parse(await blob.text())).toEqual(expected);
+    // Through the stream: read there, and the body is used.
+    const streamed = await post();
+    expect(JSON.parse(await new Response(streamed.body).text())).toEqual(expected);
+    expect(streamed.bodyUsed).toBe(true);
+    await expect(streamed.text()).rejects.toThrow(TypeError);
+  });
+
   it('answers 204 with no body', async () => {
     const res = await batonFetch(`${base}/empty`, { method: 'DELETE' });
     expect(res.status).toBe(204);
