@@ -2242,13 +2242,14 @@ CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__quota()
  SET search_path TO ''
 AS $function$
 declare
-  settings public.baton_settings := baton_private.settings();
+  settings public.baton_settings;
   used record;
 begin
-  select * into used from baton_private.add_usage(new.from_agent, 1, 0, 0);
+  used := baton_private.add_usage(new.from_agent, 1, 0, 0);
   if baton_private.current_agent_id() is null then
     return new;
   end if;
+  settings := baton_private.settings();
   if used.open_tasks > settings.open_tasks_per_sender then
     -- This task is not stored yet: it counts as the one being added.
     used.open_tasks := baton_private.recount_open_tasks(new.from_agent, 1);

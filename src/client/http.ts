@@ -76,10 +76,11 @@ const send: typeof fetch = async (input, init = {}) => {
     throw new TypeError('fetch failed', { cause: err });
   }
   if (answer.statusCode >= 500) for (const listener of requestErrorListeners) listener();
-  const headers = new Headers();
+  // As pairs: the Response makes its Headers from them once.
+  const headers: Array<[string, string]> = [];
   for (const [name, value] of Object.entries(answer.headers)) {
-    if (Array.isArray(value)) for (const one of value) headers.append(name, one);
-    else if (value !== undefined) headers.set(name, value);
+    if (Array.isArray(value)) for (const one of value) headers.push([name, one]);
+    else if (value !== undefined) headers.push([name, value]);
   }
   const empty = bodiless.has(answer.statusCode) || method === 'HEAD';
   const content = empty ? (await answer.body.dump(), null) : new Uint8Array(await answer.body.arrayBuffer());
