@@ -135,7 +135,7 @@ class BufferedResponse extends Response {
 
   override clone(): Response {
     if (this.bodyUsed || this.#stream) throw new TypeError('Response.clone: the body has already been used or handed out as a stream');
-    return new BufferedResponse(this.#content, { status: this.status, statusText: this.statusText, headers: this.headers });
+    return new BufferedResponse(this.#content && new Uint8Array(this.#content), { status: this.status, statusText: this.statusText, headers: this.headers });
   }
 
   /** The content, once, as with any Response; through the stream if a caller took it. */
