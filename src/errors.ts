@@ -79,6 +79,13 @@ export class AmbiguousIdError extends BatonError {}
  */
 export class ConnectionError extends BatonError {}
 
+/**
+ * The API answered, but not with what this client reads: the database's schema and this client are of
+ * different versions (migrations not applied yet, or an older client), or the URL is not a Baton API.
+ * What was asked may have been done; the answer could not be read.
+ */
+export class UnreadableAnswerError extends BatonError {}
+
 type ErrorClass = new (context: ErrorContext) => BatonError;
 
 /** Baton's own codes, raised by the SQL functions and triggers (see the README's table). */
@@ -149,6 +156,21 @@ const unavailableHint = 'The API or its database is restarting or down: try agai
  */
 export function isUnavailable(err: unknown): err is ConnectionError {
   return err instanceof ConnectionError;
+}
+
+/**
+ * The error for an answer that `issues` (zod's) say this client cannot read, naming the request
+ * (e.g. rpc/handoff_task) and up to three of the fields at fault.
+ */
+export function unreadableAnswer(request: string, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): UnreadableAnswerError {
+  const fields = issues.slice(0, 3).map((issue) => `${issue.path.map(String).join('.') || 'the answer'}: ${issue.message}`);
+  const more = issues.length > 3 ? `, and ${issues.length - 3} more` : '';
+  return new UnreadableAnswerError({
+    code: 'ANSWER',
+    message: `the answer to ${request} is not what this client reads (${fields.join('; ')}${more})`,
+    hint: 'The database\'s schema and this client are of different versions: apply this version\'s migrations '
+      + '(npx supabase db push; the local stack applies them when it starts), or use the client that matches the database.',
+  });
 }
 
 /**

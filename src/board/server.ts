@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { BatonError } from '../errors.js';
+import { BatonError, UnreadableAnswerError } from '../errors.js';
 import { packageRoot } from '../stack/paths.js';
 import type { Logger } from '../logger.js';
 import { BoardData, type BoardAction } from './data.js';
@@ -199,6 +199,8 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
 
 /** The HTTP status a refusal from the database is shown with. */
 function statusOf(err: BatonError): number {
+  // The database answered with what this version does not read: the board's upstream is at fault.
+  if (err instanceof UnreadableAnswerError) return 502;
   if (err.code === 'BT006') return 401;
   if (err.name === 'NotFoundError') return 404;
   if (err.name === 'ForbiddenError' || err.code === '42501' || err.code === 'BT003') return 403;

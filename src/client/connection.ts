@@ -2,7 +2,7 @@ import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import WebSocket from 'ws';
 import type { z } from 'zod';
 import type { Database, Json } from '../database.types.js';
-import { NotFoundError, toBatonError, ValidationError } from '../errors.js';
+import { NotFoundError, toBatonError, unreadableAnswer, ValidationError } from '../errors.js';
 import { batonFetch } from './http.js';
 
 /** A supabase-js client typed with the schema (src/database.types.ts, generated from the migrations). */
@@ -49,16 +49,26 @@ export function agentApiKey({ publishableKey, anonKey }: AgentKeyOptions): strin
 type PostgrestResult = { data: unknown; status?: number; error: { code?: string; message: string; details?: string | null; hint?: string | null } | null };
 
 /** Where a supabase-js query went: its builder carries the URL. */
-function requestOrigin(call: PromiseLike<PostgrestResult>): string | undefined {
+function requestUrl(call: PromiseLike<PostgrestResult>): URL | undefined {
   const url = (call as { url?: unknown }).url;
-  return url instanceof URL ? url.origin : undefined;
+  return url instanceof URL ? url : undefined;
+}
+
+const requestOrigin = (call: PromiseLike<PostgrestResult>) => requestUrl(call)?.origin;
+
+/** An answer parsed with `schema`; one it does not fit is an UnreadableAnswerError naming the request. */
+function readAnswer<S extends z.ZodType>(call: PromiseLike<PostgrestResult>, schema: S, data: unknown): z.infer<S> {
+  const parsed = schema.safeParse(data);
+  if (parsed.success) return parsed.data;
+  const request = requestUrl(call)?.pathname.replace(/^\/rest\/v1\//, '') ?? 'a request';
+  throw unreadableAnswer(request, parsed.error.issues);
 }
 
 /** The data of a supabase-js call parsed with `schema`, or its error as a typed Baton error. */
 export async function unwrap<S extends z.ZodType>(call: PromiseLike<PostgrestResult>, schema: S): Promise<z.infer<S>> {
   const { data, error, status } = await call;
   if (error) throw toBatonError(error, { status, url: requestOrigin(call) });
-  return schema.parse(data);
+  return readAnswer(call, schema, data);
 }
 
 /** Parses caller input, turning zod's issues into one ValidationError that names each field. */
@@ -83,5 +93,5 @@ export async function unwrapOne<S extends z.ZodType>(
   const { data, error, status } = await call;
   if (error) throw toBatonError(error, { status, url: requestOrigin(call) });
   if (data === null) throw new NotFoundError({ code: 'BT002', ...missing });
-  return schema.parse(data);
+  return readAnswer(call, schema, data);
 }

@@ -1,0 +1,72 @@
+/**
+ * A client newer than its database: the answer lacks a column this client reads (the migration that
+ * adds it not applied yet). The call fails with one error that names the request and the field and
+ * says what to do, not with a dump of every field's parse issue. A stack of its own, since its schema
+ * is taken back a step.
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { BoardData } from '../src/board/data.js';
+import { startBoard } from '../src/board/server.js';
+import { UnreadableAnswerError } from '../src/errors.js';
+import { silentLogger } from '../src/logger.js';
+import { cliAs } from './cli.js';
+import { ownStack } from './own-stack.js';
+
+const own = ownStack('skew');
+
+describe('a database older than the client', () => {
+  it('answers a read with an error that names the request and the missing field, and says to migrate', async () => {
+    const sender = await own.newAgent('skew-sender');
+    const task = await sender.client.handoff({ to: sender.id, title: 'read back', payload: { n: 1 } });
+    expect((await sender.client.getTask(task.id)).title).toBe('read back');
+
+    // As before the migration that added trace context to tasks.
+    const db = new pg.Client({ connectionString: own.env.DATABASE_URL });
+    await db.connect();
+    try {
+      await db.query('alter table public.task_handoffs drop column tracestate cascade');
+      await db.query("notify pgrst, 'reload schema'");
+    } finally {
+      await db.end();
+    }
+
+    const error = await eventuallyRejects(() => sender.client.getTask(task.id));
+    expect(error).toBeInstanceOf(UnreadableAnswerError);
+    expect(error).toMatchObject({ code: 'ANSWER' });
+    expect(error.message).toMatch(/^the answer to task_handoffs is not what this client reads \(tracestate: /);
+    expect(error.hint).toMatch(/migrations/);
+
+    const shown = await cliAs(sender.token, own.env)('show', task.id);
+    expect(shown.code).toBe(1);
+    expect(shown.stderr).toContain('the answer to task_handoffs is not what this client reads (tracestate: ');
+    expect(shown.stderr).toContain('npx supabase db push');
+    expect(shown.stderr.split('\n').filter(Boolean).length).toBeLessThanOrEqual(3);
+
+    // The board says its upstream is at fault (502), not that the viewer asked wrongly.
+    const board = await startBoard({ data: new BoardData({ kind: 'agent', client: sender.client }), log: silentLogger });
+    try {
+      const signIn = await fetch(board.url, { redirect: 'manual' });
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      const answer = await fetch(`${board.origin}/api/tasks/${task.id}`, { headers: { cookie } });
+      expect(answer.status).toBe(502);
+      expect(await answer.json()).toMatchObject({ code: 'ANSWER', message: expect.stringContaining('tracestate') });
+    } finally {
+      await board.close();
+    }
+  });
+});
+
+/** The error `call` rejects with once PostgREST has reloaded its schema (its reload takes a moment). */
+async function eventuallyRejects(call: () => Promise<unknown>): Promise<UnreadableAnswerError> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await call();
+    } catch (err) {
+      if (err instanceof UnreadableAnswerError || Date.now() > deadline) return err as UnreadableAnswerError;
+    }
+    if (Date.now() > deadline) throw new Error('the call still succeeded 30 s after the column was dropped');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
