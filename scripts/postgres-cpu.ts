@@ -21,6 +21,28 @@ export function processCpuSeconds(pid: number): number {
   return user + system;
 }
 
+/** The parent's pid of a process, from /proc. */
+function parentPid(pid: string): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/**
+ * CPU seconds used so far by a process and its children, those that exited included (a postmaster and
+ * its backends: one stack's Postgres when several run on the machine).
+ */
+export function cpuSecondsWithChildren(pid: number): number {
+  let total = times(pid).reduce((a, b) => a + b, 0);
+  for (const child of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (parentPid(child) === pid) total += times(child).reduce((a, b) => a + b, 0);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
 export function cpuSeconds(program: string): number {
   let total = 0;
   for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
