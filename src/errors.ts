@@ -139,6 +139,19 @@ const foreignErrorCodes: Record<string, ErrorClass> = {
   PGRST303: UnauthorizedError, // JWT claims invalid, e.g. expired
 };
 
+/** What to do when the database's schema and this client are of different versions. */
+const versionSkewHint = 'The database\'s schema and this client are of different versions: apply this version\'s migrations '
+  + '(npx supabase db push; the local stack applies them when it starts), or use the client that matches the database.';
+
+/**
+ * Hints that come before PostgREST's own: for a function or column the schema cache lacks, PostgREST
+ * suggests the nearest name, while Baton's client only calls what its migrations make.
+ */
+const foreignHintsFirst: Record<string, string> = {
+  PGRST202: versionSkewHint,
+  PGRST204: versionSkewHint,
+};
+
 const foreignHints: Record<string, string> = {
   '42501': 'Agents change tasks only through Baton\'s functions (claim, complete, …), never by writing rows.',
   '23503': 'Check the names of the agents and tasks you referred to.',
@@ -168,8 +181,7 @@ export function unreadableAnswer(request: string, issues: ReadonlyArray<{ path: 
   return new UnreadableAnswerError({
     code: 'ANSWER',
     message: `the answer to ${request} is not what this client reads (${fields.join('; ')}${more})`,
-    hint: 'The database\'s schema and this client are of different versions: apply this version\'s migrations '
-      + '(npx supabase db push; the local stack applies them when it starts), or use the client that matches the database.',
+    hint: versionSkewHint,
   });
 }
 
@@ -220,6 +232,6 @@ export function toBatonError(
     code,
     message: error.message,
     details: error.details ?? null,
-    hint: error.hint || foreignHints[code] || (ErrorType === ConnectionError ? unavailableHint : null),
+    hint: foreignHintsFirst[code] || error.hint || foreignHints[code] || (ErrorType === ConnectionError ? unavailableHint : null),
   });
 }
