@@ -6,13 +6,15 @@
  * the stack's own process (the gateway and Realtime) and this client.
  *
  *   node dist/cli/index.js stack serve --dir /var/tmp/ab --api-port 54911 --db-port 54912 &
- *   VARIANTS="alter system reset wal_sync_method||alter system set wal_sync_method = open_datasync" \
- *     npx tsx scripts/variants.ts /var/tmp/ab
+ *   echo "alter system reset wal_sync_method" > as-is.sql
+ *   echo "alter system set wal_sync_method = open_datasync" > open-datasync.sql
+ *   npm run bench:variants -- /var/tmp/ab as-is.sql open-datasync.sql
  *
- * A variant's statements are separated by ";;" and run as the database owner, then the configuration is
- * reloaded. Variant 0 should put back what the others change. ROUNDS (default 8) and CALLS (3,000 a
- * round) size the run; the stack's quotas are raised for it. Linux only: CPU is read from /proc.
+ * Each variant is a file of SQL, run whole as the database owner; then the configuration is reloaded.
+ * The first should put back what the others change. ROUNDS (default 8) and CALLS (3,000 a round) size
+ * the run; the stack's quotas are raised for it. Linux only: CPU is read from /proc.
  */
+import fs from 'node:fs';
 import pg from 'pg';
 import { createAdminClient, createBatonClient, parseSigningKey } from '../src/index.js';
 import { readRuntime, readSecrets, stackEnv } from '../src/stack/state.js';
@@ -20,15 +22,15 @@ import { inParallel } from './peers.js';
 import { cpuSecondsWithChildren, processCpuSeconds } from './postgres-cpu.js';
 import { median } from './stats.js';
 
-const dir = process.argv[2];
-const variants = (process.env.VARIANTS ?? '').split('||').filter((v) => v.trim());
+const [dir, ...files] = process.argv.slice(2);
+const variants = files.map((file) => fs.readFileSync(file, 'utf8'));
 const ROUNDS = Number(process.env.ROUNDS ?? 8);
 const CALLS = Number(process.env.CALLS ?? 3000);
 const IN_FLIGHT = 32;
 const runtime = dir ? readRuntime(dir) : undefined;
 const secrets = dir ? readSecrets(dir) : undefined;
 if (!runtime?.postgresPid || !runtime.postgrestPid || !secrets || variants.length < 2) {
-  process.stderr.write('usage: VARIANTS="<sql>||<sql>[||…]" npx tsx scripts/variants.ts <dir of a running stack>\n');
+  process.stderr.write('usage: npm run bench:variants -- <dir of a running stack> <variant.sql> <variant.sql> [...]\n');
   process.exit(2);
 }
 const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
@@ -38,7 +40,7 @@ async function apply(sql: string): Promise<void> {
   const db = new pg.Client({ connectionString: ownerUrl });
   await db.connect();
   try {
-    for (const statement of sql.split(';;')) if (statement.trim()) await db.query(statement);
+    await db.query(sql);
     await db.query('select pg_reload_conf()');
   } finally {
     await db.end();
