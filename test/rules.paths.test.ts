@@ -1,7 +1,8 @@
 /**
  * Paths added after the hardening round, held to the rules the older ones obey: an agent moved off a
- * task stops seeing it, also through a child it addressed to itself; and a follow-up counts against the
- * hand-off quota whether its completion came alone or in a batch.
+ * task stops seeing it, also through a child it addressed to itself; a follow-up counts against the
+ * hand-off quota whether its completion came alone or in a batch; and a sender's concurrent hand-offs
+ * are counted without waiting for each other.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
@@ -69,6 +70,41 @@ describe('a follow-up', () => {
     for (const t of [alone!, batched!, claimed!]) expect((await holder.client.getTask(t.id)).status).toBe('in_progress');
     const made = await sink.client.listTasks({ box: 'mine', limit: 1000 });
     expect(made.filter((t) => t.title === 'follow-up')).toEqual([]);
+  });
+});
+
+describe('a sender\'s hand-offs at once', () => {
+  it('do not wait for each other to be counted against its quotas', async () => {
+    const sender = await newAgent('busy');
+    const sink = await newAgent('sink');
+    // A connection counts in its own slot (its backend pid modulo 64): take two in different slots.
+    const held = await Promise.all([1, 2, 3, 4].map(() => db.connect()));
+    const slots = await Promise.all(held.map(async (c) => (await c.query<{ slot: number }>('select pg_backend_pid() % 64 as slot')).rows[0]!.slot));
+    const second = slots.findIndex((slot) => slot !== slots[0]);
+    expect(second).toBeGreaterThan(0);
+    const [first, other] = [held[0]!, held[second]!];
+    for (const c of held) if (c !== first && c !== other) c.release();
+    const handoff = async (client: typeof first, title: string) => {
+      await client.query('begin');
+      await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true),
+                                 set_config('lock_timeout', '10s', true)`, [JSON.stringify({ role: 'authenticated', agent_id: sender.id })]);
+      await client.query('select public.handoff_task(p_title => $1, p_to_agent => $2)', [title, sink.id]);
+    };
+    try {
+      // The first hand-off's transaction stays open, holding what it counted; the second is counted and
+      // committed meanwhile (were it to wait for the first, its lock_timeout would fail it).
+      await handoff(first, 'first, left open');
+      await handoff(other, 'second, while the first is open');
+      await other.query('commit');
+      await first.query('commit');
+    } finally {
+      for (const c of [first, other]) {
+        await c.query('rollback').catch(() => undefined);
+        c.release();
+      }
+    }
+    const { rows: [made] } = await db.query('select count(*)::int as n from task_handoffs where from_agent = $1', [sender.id]);
+    expect(made.n).toBe(2);
   });
 });
 
