@@ -27,13 +27,18 @@ const DRAIN_INTERVAL_MS = 20;
 /** Most messages one drain takes. */
 const DRAIN_BATCH = 5000;
 /**
- * Once this many messages were drained, the outbox is vacuumed, and once a tenth as many when a drain
- * finds it empty (the vacuum then gives back every page). Each drain reads every page the outbox has;
- * pages freed by drains are not given back until a vacuum, and autovacuum comes at most once a minute:
- * at a thousand hand-offs a second, the drains would read some 700 mostly empty pages every 20 ms. A
- * vacuum of the outbox (unlogged, without an index) takes about a millisecond.
+ * Each drain reads every page the outbox has, and the pages of drained messages stay until a vacuum;
+ * autovacuum comes at most once a minute: at a thousand hand-offs a second, the drains would read some
+ * 700 mostly empty pages every 20 ms. So the drainer vacuums the outbox itself (unlogged, without an
+ * index: about a millisecond). Every this many messages drained, so that new messages reuse the pages
+ * of drained ones (a vacuum while messages come gives back no page: the newest are at the table's end)…
  */
 const VACUUM_EVERY = 10_000;
+/**
+ * …and whenever a drain finds the outbox empty while it holds more pages than this, to give them back.
+ * That vacuum may give back fewer, behind a message still being sent; the next empty drain tries again.
+ */
+const EMPTY_OUTBOX_PAGES = 8;
 /** While the doorbell is set, the outbox is looked at this often all the same. */
 const IDLE_CHECK_MS = 10_000;
 /** Longest pause while waiting for the transactions open when the doorbell was set to end. */
@@ -300,12 +305,17 @@ class RealtimeServer {
        select message from taken order by id`, [DRAIN_BATCH]);
     for (const { message } of rows) this.deliver(message);
     this.drainedSinceVacuum += rows.length;
-    if (this.drainedSinceVacuum >= (rows.length > 0 ? VACUUM_EVERY : VACUUM_EVERY / 10)) {
+    if (rows.length > 0 ? this.drainedSinceVacuum >= VACUUM_EVERY : await this.outboxPages(client) > EMPTY_OUTBOX_PAGES) {
       this.drainedSinceVacuum = 0;
       // Upkeep only: what was drained is delivered, and a connection that failed fails the next drain.
       await client.query('vacuum realtime.outbox').catch((err: Error) => this.log.warn({ err }, 'realtime: could not vacuum the outbox'));
     }
     return rows.length;
+  }
+
+  private async outboxPages(client: pg.Client): Promise<number> {
+    const { rows } = await client.query<{ pages: number }>("select (pg_catalog.pg_relation_size('realtime.outbox') / current_setting('block_size')::int)::int as pages");
+    return rows[0]!.pages;
   }
 }
 
