@@ -35,8 +35,10 @@ const DRAIN_BATCH = 5000;
  */
 const VACUUM_EVERY = 10_000;
 /**
- * …and whenever a drain finds the outbox empty while it holds more pages than this, to give them back.
- * That vacuum may give back fewer, behind a message still being sent; the next empty drain tries again.
+ * …and when a drain finds the outbox empty, the first to since messages were drained, while it holds
+ * more pages than this, to give them back. That vacuum may give back fewer, behind a message still being
+ * sent; the empty drain after that message tries again. No message, no vacuum: the drains while the
+ * doorbell settles, or behind a long transaction whose snapshot keeps the drained rows, do not repeat it.
  */
 const EMPTY_OUTBOX_PAGES = 8;
 /** While the doorbell is set, the outbox is looked at this often all the same. */
@@ -84,8 +86,9 @@ class RealtimeServer {
   private readonly listeners = new Map<string, Set<Joined>>();
   private listener: pg.Client | undefined;
   private stopping = false;
-  /** Messages drained since the outbox was last vacuumed. */
+  /** Messages drained since the outbox was last vacuumed, and since a drain last found it empty. */
   private drainedSinceVacuum = 0;
+  private drainedSinceEmpty = 0;
 
   constructor(private readonly options: RealtimeOptions) {
     this.log = options.log;
@@ -305,7 +308,13 @@ class RealtimeServer {
        select message from taken order by id`, [DRAIN_BATCH]);
     for (const { message } of rows) this.deliver(message);
     this.drainedSinceVacuum += rows.length;
-    if (rows.length > 0 ? this.drainedSinceVacuum >= VACUUM_EVERY : await this.outboxPages(client) > EMPTY_OUTBOX_PAGES) {
+    this.drainedSinceEmpty += rows.length;
+    let due = this.drainedSinceVacuum >= VACUUM_EVERY;
+    if (rows.length === 0 && this.drainedSinceEmpty > 0) {
+      this.drainedSinceEmpty = 0;
+      due = await this.outboxPages(client) > EMPTY_OUTBOX_PAGES;
+    }
+    if (due) {
       this.drainedSinceVacuum = 0;
       // Upkeep only: what was drained is delivered, and a connection that failed fails the next drain.
       await client.query('vacuum realtime.outbox').catch((err: Error) => this.log.warn({ err }, 'realtime: could not vacuum the outbox'));
