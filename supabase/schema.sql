@@ -12,6 +12,10 @@ create type public.task_status as enum ('pending', 'claimed', 'in_progress', 'in
 
 -- tables ------------------------------------------------------------------------------------------
 
+create table baton_private.pending_beats (
+  agent_id text not null
+);
+
 create table public.agent_messages (
   id uuid not null default gen_random_uuid(),
   from_agent text not null default baton_private.current_agent_id(),
@@ -188,6 +192,8 @@ create table public.task_status_transitions (
 alter table public.task_status_transitions enable row level security;
 
 -- constraints -------------------------------------------------------------------------------------
+
+alter table baton_private.pending_beats add constraint note_at_commit TRIGGER DEFERRABLE INITIALLY DEFERRED;
 
 alter table public.agent_messages add constraint agent_messages_from_agent_fkey FOREIGN KEY (from_agent) REFERENCES public.agents(id);
 
@@ -889,8 +895,9 @@ begin
     end if;
   end if;
 
+  -- Written as the request commits (note_at_commit), never by a request that is refused.
   if beat_due and current_setting('transaction_read_only') = 'off' then
-    perform baton_private.record_beat(agent);
+    insert into baton_private.pending_beats (agent_id) values (agent);
   end if;
 end
 $function$
@@ -1519,14 +1526,14 @@ end
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton_private.record_beat(agent text)
+CREATE OR REPLACE FUNCTION baton_private.record_beat(agent text, keep_active boolean DEFAULT false)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
 begin
-  update public.agents a set last_heartbeat = now(), is_active = true
+  update public.agents a set last_heartbeat = now(), is_active = a.is_active or not keep_active
   where a.id = (
     select b.id from public.agents b
     where b.id = agent and baton_private.beat_due(b.last_heartbeat, b.is_active)
@@ -1863,6 +1870,18 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.tg_agents__said_active()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  perform pg_catalog.set_config('baton.said_active', new.id, true);
+  return new;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.tg_agents__validate()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1898,6 +1917,22 @@ begin
   end if;
   new.updated_at := now();
   return new;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.tg_pending_beats__note()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  -- Each transaction deletes its own row as it commits, so no other transaction's row is left to see.
+  delete from baton_private.pending_beats p where p.agent_id = new.agent_id;
+  perform baton_private.record_beat(new.agent_id,
+    keep_active => pg_catalog.current_setting('baton.said_active', true) is not distinct from new.agent_id);
+  return null;
 end
 $function$
 ;
@@ -3732,6 +3767,8 @@ $function$
 
 -- triggers ----------------------------------------------------------------------------------------
 
+CREATE CONSTRAINT TRIGGER note_at_commit AFTER INSERT ON baton_private.pending_beats DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION baton_private.tg_pending_beats__note();
+
 CREATE TRIGGER step1_limit_json BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__limit_json();
 
 CREATE TRIGGER step1_validate_change BEFORE UPDATE ON public.agent_messages FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
@@ -3741,6 +3778,8 @@ CREATE TRIGGER step2_quota BEFORE INSERT ON public.agent_messages FOR EACH ROW W
 CREATE TRIGGER step3_validate BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
 
 CREATE TRIGGER step1_heard_from BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__heard_from();
+
+CREATE TRIGGER step1_said_active BEFORE UPDATE OF is_active ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__said_active();
 
 CREATE TRIGGER step2_limit_json BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__limit_json();
 
@@ -4025,7 +4064,7 @@ function: baton_private.open_tasks_of(me text, statuses public.task_status[], wa
 
 function: baton_private.overdue_tasks() EXECUTE to postgres
 
-function: baton_private.record_beat(agent text) EXECUTE to postgres
+function: baton_private.record_beat(agent text, keep_active boolean) EXECUTE to postgres
 
 function: baton_private.recount_open_tasks(agent text, adding integer) EXECUTE to postgres
 
@@ -4065,7 +4104,11 @@ function: baton_private.tg_agents__heard_from() EXECUTE to postgres
 
 function: baton_private.tg_agents__limit_json() EXECUTE to postgres
 
+function: baton_private.tg_agents__said_active() EXECUTE to postgres
+
 function: baton_private.tg_agents__validate() EXECUTE to postgres
+
+function: baton_private.tg_pending_beats__note() EXECUTE to postgres
 
 function: baton_private.tg_recurring_handoffs__schedule() EXECUTE to postgres
 
@@ -4316,6 +4359,8 @@ schema: schema public CREATE, USAGE to pg_database_owner
 schema: schema public USAGE to public
 
 schema: schema public USAGE to service_role
+
+table: baton_private.pending_beats DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
 
 table: public.agent_messages SELECT to authenticated
 
@@ -4693,6 +4738,8 @@ comment on function baton_private.baton_relations() is 'Every relation Baton ser
 
 comment on function baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) is 'Whether a request from this agent should note that it was heard from: it was last heard from over a second ago, never, or it was marked inactive.';
 
+comment on function baton_private.record_beat(agent text, keep_active boolean) is 'Notes that an agent was heard from, when a beat is due (beat_due): last_heartbeat is now, and the agent active unless keep_active. Skips a row another transaction is updating: that one notes it.';
+
 comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks every minute with pg_cron where it exists (enabling it where it is preloaded), and says what it did. Run it again after enabling pg_cron on a project that did not have it.';
 
 comment on function baton_private.transition_allowed(from_status public.task_status, to_status public.task_status) is 'Whether task_status_transitions allows a task to go from from_status to to_status; compiled from that table (baton_private.compile_transitions) whenever it changes.';
@@ -4760,6 +4807,8 @@ comment on function public.task_chain(p_task_id uuid) is 'The chain of a task th
 comment on function public.task_dependencies(p_task_id uuid) is 'The tasks a task depends on (in the order it names them), with their status, result and reason, for anyone who may see the task: its executor reads the results it works from here.';
 
 comment on function public.task_inputs(p_task_id uuid) is 'The artifacts a task works from: its named inputs, its parent chain''s and those of the tasks it depends on. All of them for whoever works on the task; for others, those on tasks they may see and the dependencies''.';
+
+comment on table baton_private.pending_beats is 'Beats queued by the request check (check_request) and written as the request commits (trigger note_at_commit): a refused request never updates its agent''s row. Empty outside a transaction.';
 
 comment on table public.agent_messages is 'Messages between agents. Sent only as oneself; readable by sender, recipient, or everyone when to_agent is null.';
 

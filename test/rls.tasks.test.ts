@@ -134,6 +134,51 @@ describe('agents', async () => {
     expect(await beat()).toEqual({ last_heartbeat: ahead, is_active: true });
   });
 
+  it('writes the beat as the request commits, so a refused request never updates its agent\'s row', async () => {
+    // Postgres can fail an update of a row, with a key-share lock on it, while another update of it is
+    // rolling back ("new multixact has more than one updating member", a 500): see docs/security.md.
+    const dave = await newAgent('dave');
+    const { jti } = JSON.parse(Buffer.from(dave.token.split('.')[1]!, 'base64url').toString()) as { jti: string };
+    const beat = async () => (await db.query<{ last_heartbeat: Date; is_active: boolean }>(
+      'select last_heartbeat, is_active from agents where id = $1', [dave.id])).rows[0]!;
+    const longAgo = new Date('2020-01-01T00:00:00Z');
+    await db.query('update agents set last_heartbeat = $2, is_active = false where id = $1', [dave.id, longAgo]);
+    const client = await db.connect();
+    /** A request's transaction as PostgREST runs it, up to its request check; then what the row holds. */
+    const checked = async () => {
+      await client.query('begin');
+      await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true),
+                                 set_config('request.method', 'POST', true), set_config('request.path', '/rpc/claim_task', true)`,
+        [JSON.stringify({ role: 'authenticated', agent_id: dave.id, jti })]);
+      await client.query('select baton_private.check_request()');
+      return (await client.query<{ last_heartbeat: Date; is_active: boolean }>(
+        'select last_heartbeat, is_active from agents where id = $1', [dave.id])).rows[0]!;
+    };
+    try {
+      // While the request runs, and when it is refused, the agent's row is untouched.
+      expect(await checked()).toEqual({ last_heartbeat: longAgo, is_active: false });
+      await client.query('rollback');
+      expect(await beat()).toEqual({ last_heartbeat: longAgo, is_active: false });
+      // As it commits, the beat is written.
+      const before = await databaseNow();
+      await checked();
+      await client.query('commit');
+      const noted = await beat();
+      expect(noted.is_active).toBe(true);
+      expectStampedBetween(noted.last_heartbeat, before, await databaseNow());
+      expect((await db.query('select count(*)::int as n from baton_private.pending_beats where agent_id = $1', [dave.id])).rows[0].n).toBe(0);
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
+    // Over HTTP: a refused request notes nothing; the next one that goes through does.
+    await db.query('update agents set last_heartbeat = $2, is_active = false where id = $1', [dave.id, longAgo]);
+    await refusal(dave.client.claim('00000000-0000-4000-8000-000000000000'), 'BT002');
+    expect(await beat()).toEqual({ last_heartbeat: longAgo, is_active: false });
+    await dave.client.handoff({ to: dave.id, title: 'note to self' });
+    expect((await beat()).is_active).toBe(true);
+  });
+
   it('lets only an operator register agents', async () => {
     const { error } = await alice.client.db.from('agents').insert({ id: 'self-made' });
     expect(error?.code).toBe('42501');
