@@ -4510,7 +4510,7 @@ comment on column public.agents.incarnation_started_at is 'When the current inca
 
 comment on column public.agents.is_active is 'True once the agent is heard from; a clean stop (a daemon shutting down, or baton status --stopped) sets it false.';
 
-comment on column public.agents.last_heartbeat is 'Server time the agent was last heard from: every call it makes that can write (heartbeat, status, progress, claim, complete, renew, ...) counts. Older than baton_settings.offline_after, or than two of its wake-ups, means offline.';
+comment on column public.agents.last_heartbeat is 'Server time the agent was last heard from: every call it makes that can write and goes through (heartbeat, status, progress, claim, complete, renew, ...) counts, as it commits. Older than baton_settings.offline_after, or than two of its wake-ups, means offline.';
 
 comment on column public.agents.max_concurrent is 'How many tasks the agent may hold at once (claimed, in progress or waiting for input). Claims beyond it are refused.';
 

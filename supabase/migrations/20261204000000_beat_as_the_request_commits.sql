@@ -15,6 +15,8 @@
 -- writes it as the transaction commits: a refused request never updates its agent's row. A request
 -- that is refused does not count as being heard from; the next one that goes through does.
 
+comment on column public.agents.last_heartbeat is 'Server time the agent was last heard from: every call it makes that can write and goes through (heartbeat, status, progress, claim, complete, renew, ...) counts, as it commits. Older than baton_settings.offline_after, or than two of its wake-ups, means offline.';
+
 create unlogged table baton_private.pending_beats (
   agent_id text not null
 );
