@@ -5,6 +5,7 @@
  */
 import type { RealtimeChannel } from '@supabase/supabase-js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DRAINER_NAME } from '../src/stack/realtime.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { database, newAgent, uniqueId, type TestAgent } from './helpers.js';
 
@@ -159,7 +160,17 @@ describe('the embedded stack\'s outbox', () => {
     const topic = uniqueId('nobody');
     await db.query("select realtime.send('{}'::jsonb, 'noise', $1, true) from generate_series(1, 40500)", [topic]);
     await eventually(async () => (await db.query("select count(*)::int as n from realtime.outbox where message like '%' || $1 || '%'", [topic])).rows[0].n === 0 || undefined,
-      20_000, 'the messages to be drained');
+      20_000, 'the messages to be drained').catch(async (err: Error) => {
+      // Once in a full run of the suite this timed out, where it takes under a second alone: say what the
+      // drainer was doing.
+      const { rows } = await db.query(
+        `select (select count(*) from realtime.outbox) as outbox, (select armed from realtime.doorbell) as armed,
+                a.state, a.wait_event_type, a.wait_event, now() - a.state_change as for, left(a.query, 120) as query,
+                (select json_agg(json_build_object('pid', l.pid, 'mode', l.mode, 'granted', l.granted))
+                 from pg_locks l where l.relation = 'realtime.outbox'::regclass) as locks
+         from pg_stat_activity a where a.application_name = $1`, [DRAINER_NAME]);
+      throw new Error(`${err.message}; the drainer: ${JSON.stringify(rows)}`, { cause: err });
+    });
     await eventually(async () => (await db.query("select (pg_relation_size('realtime.outbox') / 8192)::int as pages")).rows[0].pages < 50 || undefined,
       20_000, 'the outbox to give back the pages of the drained messages');
   });

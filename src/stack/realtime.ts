@@ -41,6 +41,8 @@ const VACUUM_EVERY = 10_000;
  * doorbell settles, or behind a long transaction whose snapshot keeps the drained rows, do not repeat it.
  */
 const EMPTY_OUTBOX_PAGES = 8;
+/** The drainer's connection, as pg_stat_activity shows it. */
+export const DRAINER_NAME = 'baton realtime drainer';
 /** While the doorbell is set, the outbox is looked at this often all the same. */
 const IDLE_CHECK_MS = 10_000;
 /** Longest pause while waiting for the transactions open when the doorbell was set to end. */
@@ -231,7 +233,7 @@ class RealtimeServer {
    */
   async listen(attempt = 0, reconnecting = false): Promise<void> {
     if (this.stopping) return;
-    const client = new pg.Client({ connectionString: this.options.databaseUrl });
+    const client = new pg.Client({ connectionString: this.options.databaseUrl, application_name: DRAINER_NAME });
     const bell = new Bell();
     const lost = (err: Error) => {
       if (this.listener !== client) return;
