@@ -41,6 +41,12 @@ const VACUUM_EVERY = 10_000;
  * doorbell settles, or behind a long transaction whose snapshot keeps the drained rows, do not repeat it.
  */
 const EMPTY_OUTBOX_PAGES = 8;
+/** One drain: the oldest messages, up to $1 of them, taken from the outbox (see RealtimeServer.drain). */
+export const DRAIN_SQL = `with taken as (
+  delete from realtime.outbox
+  where id <= (select max(b.id) from (select o.id from realtime.outbox o order by o.id limit $1) b)
+  returning id, message)
+select message from taken order by id`;
 /** The drainer's connection, as pg_stat_activity shows it. */
 export const DRAINER_NAME = 'baton realtime drainer';
 /** While the doorbell is set, the outbox is looked at this often all the same. */
@@ -301,13 +307,15 @@ class RealtimeServer {
     }
   }
 
-  /** Takes up to DRAIN_BATCH messages from the outbox, oldest first, and delivers them. */
+  /**
+   * Takes up to DRAIN_BATCH messages from the outbox, oldest first, and delivers them. The batch is the
+   * messages up to the batch's last id, one scan with a filter: written as a join with the batch
+   * (`id in (select … limit)`), the planner chose a nested loop whenever the outbox's statistics said it
+   * was empty, as its drainer's own vacuum leaves them when it cannot give back the pages, and a drain
+   * of 40,000 messages took 13 s instead of 9 ms.
+   */
   private async drain(client: pg.Client): Promise<number> {
-    const { rows } = await client.query<{ message: string }>(
-      `with taken as (
-         delete from realtime.outbox where id in (select o.id from realtime.outbox o order by o.id limit $1)
-         returning id, message)
-       select message from taken order by id`, [DRAIN_BATCH]);
+    const { rows } = await client.query<{ message: string }>(DRAIN_SQL, [DRAIN_BATCH]);
     for (const { message } of rows) this.deliver(message);
     this.drainedSinceVacuum += rows.length;
     this.drainedSinceEmpty += rows.length;
