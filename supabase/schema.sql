@@ -895,9 +895,8 @@ begin
     end if;
   end if;
 
-  -- Written as the request commits (note_at_commit), never by a request that is refused.
   if beat_due and current_setting('transaction_read_only') = 'off' then
-    insert into baton_private.pending_beats (agent_id) values (agent);
+    perform baton_private.record_beat(agent);
   end if;
 end
 $function$
@@ -1526,19 +1525,14 @@ end
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton_private.record_beat(agent text, keep_active boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION baton_private.record_beat(agent text)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
 begin
-  update public.agents a set last_heartbeat = now(), is_active = a.is_active or not keep_active
-  where a.id = (
-    select b.id from public.agents b
-    where b.id = agent and baton_private.beat_due(b.last_heartbeat, b.is_active)
-    for no key update skip locked
-  );
+  insert into baton_private.pending_beats (agent_id) values (agent);
 end
 $function$
 ;
@@ -1927,11 +1921,17 @@ CREATE OR REPLACE FUNCTION baton_private.tg_pending_beats__note()
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
+declare
+  keep_active boolean := pg_catalog.current_setting('baton.said_active', true) is not distinct from new.agent_id;
 begin
   -- Each transaction deletes its own row as it commits, so no other transaction's row is left to see.
   delete from baton_private.pending_beats p where p.agent_id = new.agent_id;
-  perform baton_private.record_beat(new.agent_id,
-    keep_active => pg_catalog.current_setting('baton.said_active', true) is not distinct from new.agent_id);
+  update public.agents a set last_heartbeat = now(), is_active = a.is_active or not keep_active
+  where a.id = (
+    select b.id from public.agents b
+    where b.id = new.agent_id and baton_private.beat_due(b.last_heartbeat, b.is_active)
+    for no key update skip locked
+  );
   return null;
 end
 $function$
@@ -4064,7 +4064,7 @@ function: baton_private.open_tasks_of(me text, statuses public.task_status[], wa
 
 function: baton_private.overdue_tasks() EXECUTE to postgres
 
-function: baton_private.record_beat(agent text, keep_active boolean) EXECUTE to postgres
+function: baton_private.record_beat(agent text) EXECUTE to postgres
 
 function: baton_private.recount_open_tasks(agent text, adding integer) EXECUTE to postgres
 
@@ -4738,7 +4738,7 @@ comment on function baton_private.baton_relations() is 'Every relation Baton ser
 
 comment on function baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) is 'Whether a request from this agent should note that it was heard from: it was last heard from over a second ago, never, or it was marked inactive.';
 
-comment on function baton_private.record_beat(agent text, keep_active boolean) is 'Notes that an agent was heard from, when a beat is due (beat_due): last_heartbeat is now, and the agent active unless keep_active. Skips a row another transaction is updating: that one notes it.';
+comment on function baton_private.record_beat(agent text) is 'Notes that an agent was heard from, as the request commits (trigger note_at_commit on baton_private.pending_beats): a request that is refused notes nothing.';
 
 comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks every minute with pg_cron where it exists (enabling it where it is preloaded), and says what it did. Run it again after enabling pg_cron on a project that did not have it.';
 
@@ -4808,7 +4808,7 @@ comment on function public.task_dependencies(p_task_id uuid) is 'The tasks a tas
 
 comment on function public.task_inputs(p_task_id uuid) is 'The artifacts a task works from: its named inputs, its parent chain''s and those of the tasks it depends on. All of them for whoever works on the task; for others, those on tasks they may see and the dependencies''.';
 
-comment on table baton_private.pending_beats is 'Beats queued by the request check (check_request) and written as the request commits (trigger note_at_commit): a refused request never updates its agent''s row. Empty outside a transaction.';
+comment on table baton_private.pending_beats is 'Beats queued by record_beat() (the request check calls it) and written as the request commits (trigger note_at_commit): a refused request never updates its agent''s row. Empty outside a transaction.';
 
 comment on table public.agent_messages is 'Messages between agents. Sent only as oneself; readable by sender, recipient, or everyone when to_agent is null.';
 

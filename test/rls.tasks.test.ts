@@ -1,4 +1,5 @@
 /** Who may see and do what with tasks, with three agents and a superuser check of what is stored. */
+import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { database, databaseNow, expectStampedBetween, newAgent, refusal, runningTask } from './helpers.js';
 
@@ -138,7 +139,7 @@ describe('agents', async () => {
     // Postgres can fail an update of a row, with a key-share lock on it, while another update of it is
     // rolling back ("new multixact has more than one updating member", a 500): see docs/security.md.
     const dave = await newAgent('dave');
-    const { jti } = JSON.parse(Buffer.from(dave.token.split('.')[1]!, 'base64url').toString()) as { jti: string };
+    const { jti } = decodeJwt(dave.token);
     const beat = async () => (await db.query<{ last_heartbeat: Date; is_active: boolean }>(
       'select last_heartbeat, is_active from agents where id = $1', [dave.id])).rows[0]!;
     const longAgo = new Date('2020-01-01T00:00:00Z');
