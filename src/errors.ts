@@ -78,6 +78,11 @@ export class AmbiguousIdError extends BatonError {}
  * may be made again, and a daemon does so with backoff.
  */
 export class ConnectionError extends BatonError {}
+/**
+ * The database answered, but undid the call for now: a deadlock, a serialization failure, or a lock it
+ * could not take in time. Nothing was decided; the same call may be made again, and a daemon does so.
+ */
+export class TransientError extends BatonError {}
 
 /**
  * The API answered, but not with what this client reads: the database's schema and this client are of
@@ -120,6 +125,9 @@ const foreignErrorCodes: Record<string, ErrorClass> = {
   '08000': ConnectionError, // connection_exception
   '08003': ConnectionError, // connection_does_not_exist
   '08006': ConnectionError, // connection_failure
+  '40P01': TransientError, // deadlock_detected: the transaction was rolled back
+  '40001': TransientError, // serialization_failure: the transaction was rolled back
+  '55P03': TransientError, // lock_not_available: a lock not had within lock_timeout
   '42501': ForbiddenError, // insufficient_privilege, including a refused RLS write
   '22P02': ValidationError, // invalid_text_representation: bad uuid, unknown enum value
   '22023': ValidationError, // invalid_parameter_value
@@ -157,6 +165,9 @@ const foreignHints: Record<string, string> = {
   '23503': 'Check the names of the agents and tasks you referred to.',
   PGRST301: 'Check BATON_AGENT_TOKEN: it must be a token minted for this project.',
   PGRST303: 'The token has expired; ask an operator for a new one: baton agent token <id>.',
+  '40P01': 'Nothing was changed: make the same call again.',
+  '40001': 'Nothing was changed: make the same call again.',
+  '55P03': 'Nothing was changed: make the same call again.',
 };
 
 /** What a gateway answers while what stands behind it is away (bad gateway, unavailable, timed out). */
@@ -169,6 +180,15 @@ const unavailableHint = 'The API or its database is restarting or down: try agai
  */
 export function isUnavailable(err: unknown): err is ConnectionError {
   return err instanceof ConnectionError;
+}
+
+/**
+ * True for an error after which the same call may simply be made again: the API or database away
+ * (isUnavailable), or a call the database undid for now (TransientError). The one rule for what a
+ * daemon retries and what the CLI calls temporary.
+ */
+export function isRetryable(err: unknown): err is ConnectionError | TransientError {
+  return err instanceof ConnectionError || err instanceof TransientError;
 }
 
 /**

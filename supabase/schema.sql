@@ -1028,6 +1028,8 @@ CREATE OR REPLACE FUNCTION baton_private.complete_held(agent text, ids uuid[], t
  SET search_path TO ''
 AS $function$
 begin
+  perform from public.agents a where a.id = agent for no key update;
+  perform from public.task_handoffs t where t.id = any (ids) order by t.id for update;
   return query
     update public.task_handoffs t
     set status = 'completed', result = coalesce(results[array_position(ids, t.id)], '{"status": "success"}'),
@@ -1433,6 +1435,7 @@ AS $function$
 declare
   t public.task_handoffs;
 begin
+  perform from public.agents a where a.id = agent for no key update;
   select * into t from public.task_handoffs where id = p_task_id for update;
   if not found or not baton_private.can_see_task(t, agent) then
     perform baton_private.task_not_found(p_task_id, agent);
@@ -2757,11 +2760,13 @@ begin
     raise exception 'give one claim token for each task id' using errcode = 'BT005', hint = 'Pass the two arrays in the same order.';
   end if;
   if p_renew then
+    perform from public.agents a where a.id = me for no key update;
+    perform from public.task_handoffs t where t.id = any (p_task_ids) and t.claimed_by = me order by t.id for update;
     update public.task_handoffs t
     set lease_expires_at = now() + coalesce(t.claim_lease, (baton_private.settings()).default_lease)
     from unnest(p_task_ids, p_claim_tokens) as c(id, token)
     where t.id = c.id and t.claim_token = c.token and t.claimed_by = me
-      and t.status::text in ('claimed', 'in_progress');  -- as text: see above
+      and t.status::text in ('claimed', 'in_progress');  -- as text, so that the plan reads the primary key
   end if;
   return query
     select c.id, t.status,
@@ -4737,6 +4742,10 @@ comment on column public.waiting_tasks.waiting_on is 'How many dependencies are 
 comment on function baton_private.baton_relations() is 'Every relation Baton serves through the API, tables and views: what the request check guards. A relation added later is added here too (test/rules.enumerate.test.ts fails until it is).';
 
 comment on function baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) is 'Whether a request from this agent should note that it was heard from: it was last heard from over a second ago, never, or it was marked inactive.';
+
+comment on function baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) is 'Completes the tasks `agent` holds with the given claim tokens and results, in one update, after locking the agent and then the tasks by id; returns the ids completed (a task not held, not current, not in progress or missing a required output is left for the caller to refuse one by one).';
+
+comment on function baton_private.lock_task(p_task_id uuid, agent text) is 'Locks a task for a change by `agent`, after the agent''s own row (the one lock order: agent, then tasks by id); not found, or not visible to the agent, is BT002.';
 
 comment on function baton_private.record_beat(agent text) is 'Notes that an agent was heard from, as the request commits (trigger note_at_commit on baton_private.pending_beats): a request that is refused notes nothing.';
 

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { BatonClient, Outcome } from '../client/agent.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
-import { BatonError, isUnavailable, MissingOutputsError, OutputSchemaError } from '../errors.js';
+import { BatonError, isRetryable, MissingOutputsError, OutputSchemaError } from '../errors.js';
 import type { AgentPresence, Task, TaskResult, TaskStatus } from '../schemas.js';
 import {
   builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
@@ -91,7 +91,7 @@ export class TaskRunner {
         return;
       }
       // An API or database away mid-task is no fault of the task: it runs again.
-      const retry = err instanceof RetryableError || isUnavailable(err);
+      const retry = err instanceof RetryableError || isRetryable(err);
       const message = err instanceof Error ? err.message : String(err);
       await report(submit({ error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
     }
@@ -121,8 +121,9 @@ export class TaskRunner {
   }
 
   /**
-   * An outcome is work done: a report that finds the API or its database away (isUnavailable) is tried
-   * again with backoff and the same claim token, until the database answers. Nobody can take the claim
+   * An outcome is work done: a report that finds the API or its database away, or that the database
+   * undid for now (isRetryable: a deadlock, say), is tried again with backoff and the same claim token,
+   * until the database answers. Nobody can take the claim
    * while the database is away; once it is back, the answer is the outcome recorded, or a fenced
    * refusal (the claim lapsed meanwhile), which report() logs and drops. Only a stopped agent gives up.
    */
@@ -131,7 +132,7 @@ export class TaskRunner {
       try {
         return await call();
       } catch (err) {
-        if (!isUnavailable(err) || (this.deps.stopping() && attempt >= 3)) throw err;
+        if (!isRetryable(err) || (this.deps.stopping() && attempt >= 3)) throw err;
         const wait = Math.min(maxReportRetryMs, 250 * 2 ** attempt);
         if (attempt === 0) log.warn({ err, retryInMs: wait }, `could not reach the API to report the task as ${what}; trying again`);
         await sleep(wait);

@@ -1,10 +1,11 @@
-import { BatonError, isUnavailable } from '../errors.js';
+import { BatonError, isRetryable } from '../errors.js';
 import { ConfigError } from '../config.js';
 import { StackError } from '../stack/paths.js';
 
 /**
  * Exit codes: 0 success, 1 an operational refusal or failure, 2 a usage error, 75 (EX_TEMPFAIL) the API
- * or its database not there now: nothing was decided, and the same command may be run again.
+ * or its database not there now, or a call the database undid for now (isRetryable): nothing was
+ * decided, and the same command may be run again.
  */
 export const exitCodes = { ok: 0, refused: 1, usage: 2, unavailable: 75 } as const;
 
@@ -25,7 +26,7 @@ export function toExitError(err: unknown): ExitError {
   if (err instanceof BatonError) {
     // A task id that is malformed or ambiguous is a matter of how the command was written.
     const usage = err.code === 'INVALID_ID' || err.code === 'AMBIGUOUS_ID';
-    const exitCode = usage ? exitCodes.usage : isUnavailable(err) ? exitCodes.unavailable : exitCodes.refused;
+    const exitCode = usage ? exitCodes.usage : isRetryable(err) ? exitCodes.unavailable : exitCodes.refused;
     return new ExitError(err.message, exitCode, err.hint, err.code);
   }
   if (err instanceof StackError) return new ExitError(err.message, exitCodes.refused, err.hint);
