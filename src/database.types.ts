@@ -386,14 +386,14 @@ isOneToOne: false
                   ]
                 },"task_handoffs": {
                   Row: {
-                    "attempts": number,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"dependency_mode": string,"depends_on": (string)[],"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"on_dependency_failure": string,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"recurrence_slot": string | null,"recurring_id": string | null,"required_capabilities": (string)[],"result": Json | null,"retry_of": string | null,"root_task_id": string | null,"run_at": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"traceparent": string | null,"tracestate": string | null,"updated_at": string,"waiting_on": number
+                    "attempts": number,"claim_incarnation": string | null,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"dependency_mode": string,"depends_on": (string)[],"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"on_dependency_failure": string,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"recurrence_slot": string | null,"recurring_id": string | null,"required_capabilities": (string)[],"result": Json | null,"retry_of": string | null,"root_task_id": string | null,"run_at": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"traceparent": string | null,"tracestate": string | null,"updated_at": string,"waiting_on": number
                   }
                   ComputedFields: never
                   Insert: {
-                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
+                    "attempts"?: number,"claim_incarnation"?: string | null,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Update: {
-                    "attempts"?: number,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
+                    "attempts"?: number,"claim_incarnation"?: string | null,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Relationships: [
                     {
@@ -821,6 +821,7 @@ isOneToOne: false
             "answer_question":
 { Args: { "p_answer": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -875,6 +876,7 @@ isOneToOne: false
 "ask_question":
 { Args: { "p_question": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -951,6 +953,7 @@ isOneToOne: false
 "cancel_task":
 { Args: { "p_reason"?: string,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1010,6 +1013,7 @@ isOneToOne: false
 "claim_next_tasks":
 { Args: { "p_capabilities"?: (string)[],"p_lease_seconds"?: number,"p_limit"?: number,"p_start"?: boolean }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1064,6 +1068,7 @@ isOneToOne: false
 "claim_task":
 { Args: { "p_lease_seconds"?: number,"p_start"?: boolean,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1118,6 +1123,7 @@ isOneToOne: false
 "complete_task":
 { Args: { "p_claim_token": string,"p_result"?: Json,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1172,6 +1178,7 @@ isOneToOne: false
 "decline_task":
 { Args: { "p_claim_token": string,"p_reason": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1226,6 +1233,7 @@ isOneToOne: false
 "fail_task":
 { Args: { "p_claim_token": string,"p_error": string,"p_problems"?: Json,"p_retry"?: boolean,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1283,6 +1291,7 @@ isOneToOne: false
 "handoff_task":
 { Args: { "p_allow_offline"?: boolean,"p_deadline"?: string,"p_dependency_mode"?: string,"p_depends_on"?: (string)[],"p_description"?: string,"p_expected_outputs"?: Json,"p_idempotency_key"?: string,"p_input_artifacts"?: Json,"p_lease_seconds"?: number,"p_max_attempts"?: number,"p_on_dependency_failure"?: string,"p_parent_task_id"?: string,"p_payload"?: Json,"p_priority"?: Database["public"]['Enums']["task_priority"],"p_required_capabilities"?: (string)[],"p_run_at"?: string,"p_title": string,"p_to_agent"?: string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1345,6 +1354,7 @@ isOneToOne: false
 "my_tasks":
 { Args: { "p_limit"?: number,"p_statuses"?: (Database["public"]['Enums']["task_status"])[] }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1399,6 +1409,7 @@ isOneToOne: false
 "reassign_task":
 { Args: { "p_reason"?: string,"p_task_id": string,"p_to_agent": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1458,6 +1469,7 @@ isOneToOne: false
 "reject_task":
 { Args: { "p_reason": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1512,6 +1524,7 @@ isOneToOne: false
 "release_task":
 { Args: { "p_claim_token": string,"p_reason"?: string,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1574,6 +1587,7 @@ isOneToOne: false
 "report_progress":
 { Args: { "p_message": string,"p_percent"?: number,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1628,6 +1642,7 @@ isOneToOne: false
 "retry_task":
 { Args: { "p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1708,6 +1723,7 @@ isOneToOne: false
 "start_task":
 { Args: { "p_claim_token": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1765,6 +1781,7 @@ isOneToOne: false
 "task_ancestors":
 { Args: { "p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,
@@ -1851,6 +1868,7 @@ isOneToOne: false
 "task_dependencies":
 { Args: { "p_task_id": string }; Returns: {
               "attempts": number,
+"claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
 "claimed_at": string | null,

@@ -103,6 +103,8 @@ export const Task = z.object({
   progress_at: timestamp.nullable(),
   claimed_by: z.string().nullable(),
   claim_token: z.uuid().nullable(),
+  /** The daemon process (its incarnation) that made the current claim; null for a claim made by hand (and from a database without the column). */
+  claim_incarnation: z.uuid().nullable().default(null),
   claimed_at: timestamp.nullable(),
   started_at: timestamp.nullable(),
   completed_at: timestamp.nullable(),

@@ -180,7 +180,8 @@ create table public.task_handoffs (
   recurring_id uuid,
   recurrence_slot timestamp with time zone,
   traceparent text,
-  tracestate text
+  tracestate text,
+  claim_incarnation uuid
 );
 alter table public.task_handoffs enable row level security;
 
@@ -711,6 +712,8 @@ CREATE OR REPLACE FUNCTION baton_private.check_holder(t public.task_handoffs, ag
  STABLE
  SET search_path TO ''
 AS $function$
+declare
+  process uuid := baton_private.request_incarnation();
 begin
   if t.status in ('completed', 'failed', 'rejected', 'cancelled') then
     raise exception 'task % is already %', t.id, t.status
@@ -726,6 +729,35 @@ begin
       using errcode = 'BT007',
             hint = 'The task was released or re-claimed since that claim; drop this outcome.';
   end if;
+  if process is not null and t.claim_incarnation is distinct from process then
+    raise exception 'the claim on task % was made %, not by this process of agent "%"', t.id,
+      case when t.claim_incarnation is null then 'by hand' else 'by another process' end, agent
+      using errcode = 'BT007',
+            hint = 'A claim belongs to the process that made it: leave this task to it.';
+  end if;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.check_incarnation(agent text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  mine uuid := baton_private.request_incarnation();
+  current_one uuid;
+  since timestamptz;
+begin
+  if mine is not null then
+    select a.incarnation, a.incarnation_started_at into current_one, since from public.agents a where a.id = agent;
+    if current_one is distinct from mine then
+      raise exception 'agent % is run by a newer process now (since %); this process was superseded', agent, since
+        using errcode = 'BT016', hint = 'Stop this process: a process started later as the same agent took over its claims. Run one daemon per agent.';
+    end if;
+  end if;
+  return mine;
 end
 $function$
 ;
@@ -959,11 +991,13 @@ CREATE OR REPLACE FUNCTION baton_private.claim_expires_at(t public.task_handoffs
  STABLE SECURITY DEFINER
  SET search_path TO ''
 AS $function$
-  select greatest(
-    t.lease_expires_at,
-    holder.last_heartbeat
-      + greatest(coalesce(t.claim_lease, (baton_private.settings()).default_lease), 2 * coalesce(holder.poll_interval, interval '0'))
-  )
+  select case
+    when t.claim_incarnation is not null and t.claim_incarnation is distinct from holder.incarnation then t.lease_expires_at
+    else greatest(
+      t.lease_expires_at,
+      holder.last_heartbeat
+        + greatest(coalesce(t.claim_lease, (baton_private.settings()).default_lease), 2 * coalesce(holder.poll_interval, interval '0')))
+  end
 $function$
 ;
 
@@ -1027,6 +1061,8 @@ CREATE OR REPLACE FUNCTION baton_private.complete_held(agent text, ids uuid[], t
  LANGUAGE plpgsql
  SET search_path TO ''
 AS $function$
+declare
+  process uuid := baton_private.request_incarnation();
 begin
   perform from public.agents a where a.id = agent for no key update;
   perform from public.task_handoffs t where t.id = any (ids) order by t.id for update;
@@ -1035,6 +1071,7 @@ begin
     set status = 'completed', result = coalesce(results[array_position(ids, t.id)], '{"status": "success"}'),
         status_reason = null, problems = null
     where t.id = any (ids) and t.claimed_by = agent and t.claim_token = tokens[array_position(ids, t.id)]
+      and (process is null or t.claim_incarnation is not distinct from process)
       and t.status::text = 'in_progress'
       and not exists (select from jsonb_array_elements(t.expected_outputs) e
                       where coalesce((e ->> 'required')::boolean, true)
@@ -1334,11 +1371,18 @@ CREATE OR REPLACE FUNCTION baton_private.lapse_reason(t public.task_handoffs, ho
  STABLE
  SET search_path TO ''
 AS $function$
-  select format('holder %s unheard since %s (lease %s%s)',
-    t.claimed_by,
-    coalesce(to_char(holder.last_heartbeat at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'the claim'),
-    coalesce(t.claim_lease, (baton_private.settings()).default_lease),
-    case when holder.poll_interval is null then '' else format(', wakes every %s', holder.poll_interval) end)
+  select case
+    when t.claim_incarnation is not null and t.claim_incarnation is distinct from holder.incarnation then
+      format('holder %s: the process that claimed it was superseded at %s, and its lease (%s) ended',
+        t.claimed_by,
+        coalesce(to_char(holder.incarnation_started_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'a restart'),
+        coalesce(t.claim_lease, (baton_private.settings()).default_lease))
+    else format('holder %s unheard since %s (lease %s%s)',
+      t.claimed_by,
+      coalesce(to_char(holder.last_heartbeat at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'the claim'),
+      coalesce(t.claim_lease, (baton_private.settings()).default_lease),
+      case when holder.poll_interval is null then '' else format(', wakes every %s', holder.poll_interval) end)
+  end
 $function$
 ;
 
@@ -1452,10 +1496,12 @@ CREATE OR REPLACE FUNCTION baton_private.mark_claimed(ids uuid[], agent text, le
 AS $function$
 declare
   held interval := coalesce(lease, (baton_private.settings()).default_lease);
+  process uuid := baton_private.check_incarnation(agent);
 begin
   update public.task_handoffs
   set status = case when start then 'in_progress'::public.task_status else 'claimed' end,
-      claimed_by = agent, claim_token = gen_random_uuid(), attempts = attempts + 1, not_before = null,
+      claimed_by = agent, claim_token = gen_random_uuid(), claim_incarnation = process,
+      attempts = attempts + 1, not_before = null,
       claim_lease = coalesce(lease, make_interval(secs => lease_seconds), held),
       lease_expires_at = now() + coalesce(lease, make_interval(secs => lease_seconds), held)
   where id = any (ids);
@@ -1614,6 +1660,27 @@ AS $function$
 begin
   update public.task_handoffs set waiting_on = 0, not_before = case when run_at > now() then run_at end
   where id = d.id;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.request_incarnation()
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+declare
+  said text := nullif(pg_catalog.current_setting('request.headers', true), '')::json ->> 'x-baton-incarnation';
+begin
+  if said is null then
+    return null;
+  end if;
+  if said !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+    raise exception 'X-Baton-Incarnation must be the UUID begin_incarnation() returned, got "%"', left(said, 80)
+      using errcode = 'BT005', hint = 'Send the incarnation this process began as, or no X-Baton-Incarnation header when acting by hand.';
+  end if;
+  return said::uuid;
 end
 $function$
 ;
@@ -2714,6 +2781,8 @@ begin
     for update
   ) t;
 
+  perform realtime.send(jsonb_build_object('incarnation', fresh, 'started_at', now()), 'incarnation', 'agent:' || me, true);
+
   return jsonb_build_object('incarnation', fresh)
     || baton_private.hand_back_lost_claims(ids, reasons, 'holder restarted');
 end
@@ -2755,6 +2824,7 @@ CREATE OR REPLACE FUNCTION public.check_claims(p_task_ids uuid[], p_claim_tokens
 AS $function$
 declare
   me text := baton_private.require_agent();
+  process uuid := baton_private.request_incarnation();
 begin
   if cardinality(p_task_ids) is distinct from cardinality(p_claim_tokens) then
     raise exception 'give one claim token for each task id' using errcode = 'BT005', hint = 'Pass the two arrays in the same order.';
@@ -2766,11 +2836,13 @@ begin
     set lease_expires_at = now() + coalesce(t.claim_lease, (baton_private.settings()).default_lease)
     from unnest(p_task_ids, p_claim_tokens) as c(id, token)
     where t.id = c.id and t.claim_token = c.token and t.claimed_by = me
+      and (process is null or t.claim_incarnation is not distinct from process)
       and t.status::text in ('claimed', 'in_progress');  -- as text, so that the plan reads the primary key
   end if;
   return query
     select c.id, t.status,
-           coalesce(t.claimed_by = me and t.claim_token = c.token and t.status in ('claimed', 'in_progress', 'input_required'), false),
+           coalesce(t.claimed_by = me and t.claim_token = c.token and t.status in ('claimed', 'in_progress', 'input_required')
+                    and (process is null or t.claim_incarnation is not distinct from process), false),
            case when t.status in ('claimed', 'in_progress') then baton_private.claim_expires_at(t, a) else t.lease_expires_at end
     from unnest(p_task_ids, p_claim_tokens) as c(id, token)
     left join public.task_handoffs t on t.id = c.id and baton_private.can_see_task(t, me)
@@ -3957,6 +4029,8 @@ function: baton_private.check_expected_outputs(outputs jsonb) EXECUTE to service
 
 function: baton_private.check_holder(t public.task_handoffs, agent text, p_claim_token uuid) EXECUTE to postgres
 
+function: baton_private.check_incarnation(agent text) EXECUTE to postgres
+
 function: baton_private.check_inputs(inputs jsonb, agent text) EXECUTE to postgres
 
 function: baton_private.check_json_shape(value jsonb, what text) EXECUTE to anon
@@ -4076,6 +4150,8 @@ function: baton_private.recount_open_tasks(agent text, adding integer) EXECUTE t
 function: baton_private.release_dependents_of(ended public.task_handoffs) EXECUTE to postgres
 
 function: baton_private.release_waiting(d public.task_handoffs) EXECUTE to postgres
+
+function: baton_private.request_incarnation() EXECUTE to postgres
 
 function: baton_private.require_agent() EXECUTE to postgres
 
@@ -4637,6 +4713,8 @@ comment on column public.task_events.note is 'A reason given with the change: a 
 
 comment on column public.task_handoffs.attempts is 'How many times the task has been claimed for work (a claim handed back by release does not count).';
 
+comment on column public.task_handoffs.claim_incarnation is 'The process (agents.incarnation) that made the current claim, when a daemon made it; null for a claim made by hand (CLI, script, MCP host). A request naming an incarnation acts only on its own claims, and a claim whose incarnation was superseded holds only until its lease ends.';
+
 comment on column public.task_handoffs.claim_lease is 'How long the current claim holds while its holder is unheard: the lease asked for at claim time, else lease_seconds, else baton_settings.default_lease.';
 
 comment on column public.task_handoffs.claim_token is 'Fencing token of the current claim: complete, fail and release must present it, so a holder whose claim was lost cannot overwrite the new holder''s outcome.';
@@ -4743,11 +4821,15 @@ comment on function baton_private.baton_relations() is 'Every relation Baton ser
 
 comment on function baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) is 'Whether a request from this agent should note that it was heard from: it was last heard from over a second ago, never, or it was marked inactive.';
 
+comment on function baton_private.check_incarnation(agent text) is 'The incarnation the request names (null by hand), after checking that it is still the agent''s current one (else BT016: superseded).';
+
 comment on function baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) is 'Completes the tasks `agent` holds with the given claim tokens and results, in one update, after locking the agent and then the tasks by id; returns the ids completed (a task not held, not current, not in progress or missing a required output is left for the caller to refuse one by one).';
 
 comment on function baton_private.lock_task(p_task_id uuid, agent text) is 'Locks a task for a change by `agent`, after the agent''s own row (the one lock order: agent, then tasks by id); not found, or not visible to the agent, is BT002.';
 
 comment on function baton_private.record_beat(agent text) is 'Notes that an agent was heard from, as the request commits (trigger note_at_commit on baton_private.pending_beats): a request that is refused notes nothing.';
+
+comment on function baton_private.request_incarnation() is 'The incarnation the request names in its X-Baton-Incarnation header (a daemon names the one it began as), or null for a request made by hand; a malformed one is BT005.';
 
 comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks every minute with pg_cron where it exists (enabling it where it is preloaded), and says what it did. Run it again after enabling pg_cron on a project that did not have it.';
 

@@ -11,7 +11,7 @@ import type http from 'node:http';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
-import { isUnavailable } from '../errors.js';
+import { isUnavailable, SupersededError } from '../errors.js';
 import { silentLogger } from '../logger.js';
 import type { AgentPresence, Task } from '../schemas.js';
 import { agentDefaults, checkSchedule, type AgentOptions } from './options.js';
@@ -194,7 +194,8 @@ export class BatonAgent {
           if (claim) await this.claimFree();
         });
       } catch (err) {
-        this.log.error({ err }, 'poll failed');
+        if (err instanceof SupersededError) this.upkeep.superseded(err.message);
+        else this.log.error({ err }, 'poll failed');
       }
       turned?.();
       if (once && this.running.size === 0 && !this.bell.pending) return;
@@ -246,6 +247,7 @@ export class BatonAgent {
       }
     }, (err: unknown) => {
       if (isUnavailable(err)) this.claims.suspectSince ??= Date.now();
+      if (err instanceof SupersededError) this.upkeep.superseded(err.message);
       throw err;
     }).finally(() => { this.claiming = undefined; });
     this.claiming = settled.catch(() => undefined);
@@ -267,14 +269,15 @@ export class BatonAgent {
 
   /**
    * A claim whose answer was lost (the connection dropped after the database made it) is held by this
-   * agent without its knowing. Before the next claim, the tasks it holds but is not running go back.
+   * process without its knowing. Before the next claim, the claims this process made but is not running
+   * go back; those of another process of the agent, or made by hand, are not this process's to touch.
    */
   private async reconcile(): Promise<void> {
     const since = this.claims.suspectSince;
     if (since === undefined) return;
     const held = await this.client.listTasks({ box: 'mine', status: ['claimed', 'in_progress'], limit: 1000 });
     for (const task of held) {
-      if (task.claimed_by === this.id && !this.running.has(task.id)) {
+      if (task.claimed_by === this.id && task.claim_incarnation === this.upkeep.incarnation && !this.running.has(task.id)) {
         await this.release(task, 'the agent never got the answer to its claim (the connection dropped); handed back', 'released a claim whose answer was lost');
       }
     }
@@ -313,7 +316,8 @@ export class BatonAgent {
 
   /** Joins its topics (its own, its capabilities', open work's); what arrives only rings the bell. */
   private listen(): void {
-    this.push = listenForWork(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), this.bell, this.log);
+    this.push = listenForWork(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), this.bell, this.log,
+      (incarnation, startedAt) => this.upkeep.heardIncarnation(incarnation, startedAt));
   }
 
   private slowPollMs(): number {

@@ -5,7 +5,7 @@
  * work, the same request claims it (report_and_claim): one round trip instead of two.
  */
 import type { BatonClient, Outcome } from '../client/agent.js';
-import { BatonError, toBatonError } from '../errors.js';
+import { BatonError, SupersededError, toBatonError } from '../errors.js';
 import type { Task, TaskStatus } from '../schemas.js';
 import { untraced } from '../telemetry/tracing.js';
 
@@ -66,8 +66,14 @@ export class OutcomeBatcher {
     // it makes carries its parent task's context (the database's rule), not whichever task flushed.
     const sent = untraced(() => (wanted > 0
       ? this.client.reportAndClaim(outcomes, { claim: wanted })
-      : this.client.reportOutcomes(outcomes).then((answers) => ({ outcomes: answers, claimed: [] as Task[] }))));
-    if (wanted > 0) this.along!.claimed(sent.then((r) => r.claimed), wanted);
+      : this.client.reportOutcomes(outcomes).then((answers) => ({ outcomes: answers, claimed: [] as Task[], claimError: null }))));
+    // A claim refused because a later process took over the agent is the daemon's to hear.
+    if (wanted > 0) {
+      this.along!.claimed(sent.then((r) => {
+        if (r.claimError instanceof SupersededError) throw r.claimError;
+        return r.claimed;
+      }), wanted);
+    }
     sent.then(({ outcomes: answers }) => {
       batch.forEach((waiting, i) => {
         const answer = answers[i];

@@ -22,6 +22,8 @@ export interface PushHandlers {
   news(tasks: PushedTask[]): void;
   /** Every channel joined (again): catch up on anything missed while down. */
   up(): void;
+  /** A process began as the agent (begin_incarnation), heard on the agent's own topic. */
+  began?(incarnation: string, startedAt?: string): void;
 }
 
 /** The topics an agent listens on: its own, open work's, and each of its capabilities'. */
@@ -66,7 +68,11 @@ export class PushListener {
   private join(topic: string): void {
     const channel = this.db.channel(topic, { config: { private: true } })
       .on('broadcast', { event: 'work' }, ({ payload }) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []))
-      .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []));
+      .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []))
+      .on('broadcast', { event: 'incarnation' }, ({ payload }) => {
+        const { incarnation, started_at: startedAt } = payload as { incarnation?: unknown; started_at?: string };
+        if (typeof incarnation === 'string') this.handlers.began?.(incarnation, startedAt);
+      });
     channel.subscribe((status, err) => {
       // Leaving on purpose is no outage to report.
       if (this.stopping) return;
@@ -99,9 +105,10 @@ export class PushListener {
 
 /**
  * Listens for the agent's work and news, and only rings the daemon's bell: work to claim (again when a
- * retry's backoff is due), results to deliver, and both when every channel is joined again.
+ * retry's backoff is due), results to deliver, and both when every channel is joined again. A process
+ * beginning as the agent is told to `began`.
  */
-export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger): PushListener {
+export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger, began?: PushHandlers['began']): PushListener {
   const push = new PushListener(client.db, topics, {
     work: (tasks) => {
       bell.ring('work');
@@ -112,6 +119,7 @@ export function listenForWork(client: BatonClient, topics: string[], bell: Bell,
       if (tasks.some((t) => finalStatuses.includes(t.status as TaskStatus))) bell.ring('results');
     },
     up: () => { bell.ring('work'); bell.ring('results'); },
+    began,
   }, log);
   push.start();
   return push;

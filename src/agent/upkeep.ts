@@ -52,6 +52,8 @@ export class Upkeep {
   async begin(): Promise<void> {
     const { incarnation, ...handedBack } = await this.client.beginIncarnation();
     this.incarnation = incarnation;
+    // From now on every request names this process: it acts only on its own claims.
+    this.client.incarnation = incarnation;
     if (Object.values(handedBack).some((n) => n > 0)) {
       this.log.warn({ handedBack }, 'handed back the claims an earlier process of this agent left');
     }
@@ -75,9 +77,7 @@ export class Upkeep {
       const everyone = await this.client.discover();
       // An idle process sends no heartbeat to be refused; its own row says who runs the agent now.
       const me = everyone.find((p) => p.id === this.agentId);
-      if (this.incarnation && me?.incarnation && me.incarnation !== this.incarnation) {
-        return this.superseded(`agent ${this.agentId} began again at ${me.incarnation_started_at}`);
-      }
+      if (me?.incarnation) this.heardIncarnation(me.incarnation, me.incarnation_started_at);
       this.peers = everyone.filter((p) => p.id !== this.agentId);
     } catch (err) {
       if (err instanceof SupersededError) return this.superseded(err.message);
@@ -99,6 +99,13 @@ export class Upkeep {
     if (Object.values(report).some((n) => n > 0)) this.log.info({ sweep: report }, 'swept');
   }
 
+  /** The agent's current process, as heard (its row, or its start pushed on the agent's topic). */
+  heardIncarnation(incarnation: string, since?: string | null): void {
+    if (this.incarnation && incarnation !== this.incarnation) {
+      this.superseded(`agent ${this.agentId} began again${since ? ` at ${since}` : ''} as another process`);
+    }
+  }
+
   /** Marks the agent stopped, unless a later process took it over (its row is that process's now). */
   async markInactive(): Promise<void> {
     if (this.supersededBecause) return;
@@ -106,7 +113,8 @@ export class Upkeep {
       .catch((err: unknown) => this.log.warn({ err }, 'could not mark inactive'));
   }
 
-  private superseded(reason: string): void {
+  /** A later process took over the agent (a refusal said so, or its start was heard): this one steps aside. */
+  superseded(reason: string): void {
     if (this.supersededBecause) return;
     this.supersededBecause = reason;
     this.log.error({ reason }, 'a later process took over this agent; stopping (run one daemon per agent)');

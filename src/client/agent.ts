@@ -97,10 +97,19 @@ export function createBatonClient(options: AgentClientOptions): BatonClient {
 export class BatonClient {
   readonly agentId: string;
   readonly db: BatonDb;
+  /**
+   * The process this client acts for (begin_incarnation), once a daemon has begun: every request then
+   * names it (X-Baton-Incarnation), so the database lets it act only on its own claims, and refuses its
+   * claims once a later process has begun (BT016). Unset, the client acts by hand.
+   */
+  incarnation: string | undefined;
 
   constructor(options: AgentClientOptions) {
     this.agentId = agentIdOf(options.token);
-    this.db = connect({ url: options.url, apiKey: agentApiKey(options), accessToken: options.token });
+    this.db = connect({
+      url: options.url, apiKey: agentApiKey(options), accessToken: options.token,
+      headers: () => (this.incarnation ? { 'x-baton-incarnation': this.incarnation } : undefined),
+    });
   }
 
   /** Hands off one task. Only the fields given are sent: the database's defaults are the defaults. */

@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import type { z } from 'zod';
 import type { Database, Json } from '../database.types.js';
 import { NotFoundError, toBatonError, unreadableAnswer, ValidationError } from '../errors.js';
-import { batonFetch } from './http.js';
+import { batonFetch, headersOf } from './http.js';
 
 /** A supabase-js client typed with the schema (src/database.types.ts, generated from the migrations). */
 export type BatonDb = SupabaseClient<Database>;
@@ -14,16 +14,24 @@ export interface ConnectOptions {
   apiKey: string;
   /** A JWT to act with instead of the API key: an agent's own token. */
   accessToken?: string;
+  /** Headers added to every REST request as it leaves, read each time (a daemon's incarnation). */
+  headers?: () => Record<string, string> | undefined;
 }
 
 /**
  * A supabase-js client for Baton: no sessions (agents are not users), a WebSocket that Node 20 lacks,
  * and a leaner fetch than Node's (src/client/http.ts).
  */
-export function connect({ url, apiKey, accessToken }: ConnectOptions): BatonDb {
+export function connect({ url, apiKey, accessToken, headers }: ConnectOptions): BatonDb {
+  const fetch: typeof batonFetch = headers
+    ? (input, init = {}) => {
+      const more = headers();
+      return batonFetch(input, more ? { ...init, headers: { ...headersOf(init.headers), ...more } } : init);
+    }
+    : batonFetch;
   return createClient<Database>(url, apiKey, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-    global: { fetch: batonFetch },
+    global: { fetch },
     realtime: { transport: WebSocket as never },
     ...(accessToken ? { accessToken: async () => accessToken } : {}),
   });

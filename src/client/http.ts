@@ -25,7 +25,8 @@ export function onRequestError(listener: () => void): () => void {
 /** Statuses whose response has no body (a Response with one refuses to be made). */
 const bodiless = new Set([101, 103, 204, 205, 304]);
 
-function headersOf(init: HeadersInit | undefined): Record<string, string> {
+/** Headers in any of fetch's forms, as one object. */
+export function headersOf(init: HeadersInit | undefined): Record<string, string> {
   if (!init) return {};
   if (init instanceof Headers) return Object.fromEntries(init);
   if (Array.isArray(init)) return Object.fromEntries(init);
