@@ -1,10 +1,12 @@
 /** Daemons as real processes (`baton agent run` / `tick`) and the shell executor's outcomes. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliPath } from './cli.js';
+import { freePort } from '../src/stack/ports.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { newAgent, stack, type TestAgent } from './helpers.js';
 
@@ -173,5 +175,50 @@ describe('the shell executor', () => {
     const retried = await final(busy.id);
     expect(retried).toMatchObject({ status: 'failed', attempts: 2, status_reason: 'exit 75 (retry): rate limited' });
     expect((await boss.client.events(busy.id)).filter((e) => e.from_status === 'pending' && e.to_status === 'in_progress')).toHaveLength(2);
+  });
+});
+
+describe('a daemon process either works or exits', () => {
+  it('exits non-zero before it is ever heard from when its metrics port is taken', async () => {
+    const agent = await newAgent('zombie');
+    const port = await freePort();
+    const squatter = net.createServer().listen(port, '0.0.0.0');
+    await new Promise((resolve) => squatter.once('listening', resolve));
+    try {
+      const config = configFile('zombie', { ...fastSchedules, metricsPort: port, executors: { '*': { command: 'cat' } } });
+      const d = runAgent(agent, 'run', config);
+      expect(await d.exited).toBe(2);
+      expect(d.output()).toMatch(new RegExp(`cannot serve metrics on port ${port}: another process listens there \\(EADDRINUSE\\); choose another --metrics-port`));
+      // It never beat: the agent's row is as the operator made it.
+      const row = await agent.client.agent(agent.id);
+      expect(row.incarnation).toBeNull();
+    } finally {
+      squatter.close();
+    }
+  });
+
+  it('stops when the npx that launched it is killed, as a pidfile, `kill $!` or a service manager would', async () => {
+    // A project that depends on Baton, as a user's does: `npx baton` runs its bin through npm exec and sh.
+    const project = fs.mkdtempSync(path.join(work, 'project-'));
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'an-agent', private: true, dependencies: { 'baton-agents': '*' } }));
+    fs.mkdirSync(path.join(project, 'node_modules', '.bin'), { recursive: true });
+    fs.symlinkSync(path.resolve(cliPath, '..', '..', '..'), path.join(project, 'node_modules', 'baton-agents'));
+    fs.symlinkSync('../baton-agents/dist/cli/index.js', path.join(project, 'node_modules', '.bin', 'baton'));
+    const agent = await newAgent('npx');
+    let output = '';
+    const npx = spawn('npx', ['--offline', 'baton', 'agent', 'run', '--poll', '* * * * * *', '--heartbeat', '*/2 * * * * *'], {
+      cwd: project,
+      env: { ...process.env, SUPABASE_URL: stack.SUPABASE_URL, SUPABASE_ANON_KEY: stack.SUPABASE_ANON_KEY, BATON_AGENT_TOKEN: agent.token, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(npx);
+    npx.stdout!.on('data', (c: Buffer) => { output += c; });
+    npx.stderr!.on('data', (c: Buffer) => { output += c; });
+    await eventually(async () => /agent started/.test(output), 60_000, 'the daemon to start through npx');
+    // The pid the caller knows is npm's; the daemon is its grandchild.
+    process.kill(npx.pid!, 'SIGTERM');
+    await eventually(async () => /agent stopped/.test(output), 30_000, 'the daemon to stop');
+    expect(output).toMatch(/the process that launched this daemon \(npx, npm exec\) ended; stopping as on SIGTERM/);
+    expect((await agent.client.agent(agent.id)).is_active).toBe(false);
   });
 });

@@ -11,6 +11,7 @@ import type http from 'node:http';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
+import { ConfigError } from '../config.js';
 import { isUnavailable, SupersededError } from '../errors.js';
 import { silentLogger } from '../logger.js';
 import type { AgentPresence, Task } from '../schemas.js';
@@ -57,6 +58,7 @@ export class BatonAgent {
   private markStopped!: () => void;
 
   // What changes as it runs.
+  private starting = false;
   private stopping = false;
   /** How many tasks it may hold (its row's max_concurrent) and the capabilities it listens for. */
   private profile = { capacity: 1, capabilities: [] as string[] };
@@ -110,23 +112,35 @@ export class BatonAgent {
     return this.upkeep.peers;
   }
 
+  /**
+   * Starts all or nothing: what can fail on this machine (the metrics port) is taken before the agent
+   * is heard from at all, and a failure after that stops everything already started before it throws,
+   * so a process never beats without claiming.
+   */
   async start(): Promise<void> {
-    if (this.schedules.length || this.stopping) return;
-    await untraced(async () => {
-      await this.register();
-      await this.upkeep.begin();
-    });
-    await this.beat();
-    if (this.stopping) return;
-    this.upkeep.spreadFirstSweep();
-    this.schedules.push(
-      cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat` }),
-      cron.schedule(this.poll, () => this.bell.ring('poll'), { name: `${this.id}-poll` }),
-    );
-    if (this.options.push !== false) this.listen();
+    if (this.schedules.length || this.stopping || this.starting) return;
+    this.starting = true;
     if (this.options.metricsPort !== undefined) await this.serveMetrics(this.options.metricsPort);
-    this.bell.ring('poll');
-    await new Promise<void>((firstTurn) => { this.loopDone = this.loop(false, firstTurn); });
+    try {
+      await untraced(async () => {
+        await this.register();
+        await this.upkeep.begin();
+      });
+      await this.beat();
+      if (this.stopping) return;
+      this.upkeep.spreadFirstSweep();
+      this.schedules.push(
+        cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat` }),
+        cron.schedule(this.poll, () => this.bell.ring('poll'), { name: `${this.id}-poll` }),
+      );
+      if (this.options.push !== false) this.listen();
+      this.bell.ring('poll');
+      await new Promise<void>((firstTurn) => { this.loopDone = this.loop(false, firstTurn); });
+    } catch (err) {
+      this.log.error({ err }, 'could not start; stopping');
+      await this.stop({ graceSeconds: 0 });
+      throw err;
+    }
     this.log.info({ capabilities: this.options.capabilities, maxConcurrent: this.profile.capacity, poll: this.poll }, 'agent started');
   }
 
@@ -300,8 +314,15 @@ export class BatonAgent {
     this.metrics = new DaemonMetrics(this.client, {
       running: () => this.running.size, capacity: () => this.profile.capacity, pushUp: () => Boolean(this.push?.up),
     });
+    try {
+      this.metricsServer = await this.metrics.serve(port);
+    } catch (err) {
+      const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      throw new ConfigError(taken
+        ? `cannot serve metrics on port ${port}: another process listens there (EADDRINUSE); choose another --metrics-port (metricsPort), or 0 for a free one`
+        : `cannot serve metrics on port ${port}: ${(err as Error).message}`);
+    }
     this.stopCountingErrors = onRequestError(() => this.metrics?.requestErrors.inc());
-    this.metricsServer = await this.metrics.serve(port);
     this.log.info({ port: (this.metricsServer.address() as { port: number }).port }, 'serving metrics at /metrics');
   }
 

@@ -21,7 +21,7 @@ interface DaemonFlags {
 }
 
 /** The daemon and its schedules load only when an agent runs, not for every command. */
-async function daemonOf(config: BatonConfig, flags: DaemonFlags): Promise<BatonAgent> {
+async function daemonOf(config: BatonConfig, flags: DaemonFlags, log = createLogger()): Promise<BatonAgent> {
   const [{ createAgent }, { loadAgentFile }] = await Promise.all([import('../../agent/daemon.js'), import('../../agent/options.js')]);
   const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config) : {};
   const options: AgentOptions = {
@@ -34,7 +34,7 @@ async function daemonOf(config: BatonConfig, flags: DaemonFlags): Promise<BatonA
     everySeconds: flags.every ?? fileEvery,
     graceSeconds: flags.grace ?? file.graceSeconds,
     metricsPort: flags.metricsPort ?? file.metricsPort,
-    log: createLogger(),
+    log,
   };
   return createAgent(options);
 }
@@ -58,12 +58,20 @@ export function registerDaemon(agent: Command, program: Command): void {
 Example:
   $ BATON_AGENT_TOKEN=… baton agent run --config baton.agent.json`)
     .action(async (flags: DaemonFlags, command: Command) => {
-      const daemon = await daemonOf(configOf(command), flags);
+      const log = createLogger();
+      const daemon = await daemonOf(configOf(command), flags, log);
       // Listening before start: a signal during the first round still stops the daemon cleanly.
       const shutdown = () => void daemon.stop();
       process.once('SIGINT', shutdown);
       process.once('SIGTERM', shutdown);
-      await daemon.start();
+      // Started through npx or npm exec, whose process gets the signal and ends without passing it on.
+      const { whenLauncherEnds } = await import('../launcher.js');
+      whenLauncherEnds(({ pid, what }) => {
+        log.warn({ launcher: { pid, command: what } }, 'the process that launched this daemon (npx, npm exec) ended; stopping as on SIGTERM');
+        shutdown();
+      });
+      // A start that failed has stopped what it began; the process exits with the error's code.
+      await daemon.start().catch((err: unknown) => { exitWhenDone(); throw err; });
       // Stopped by a signal, or on its own when a later process took over the agent.
       await daemon.stopped;
       exitWhenDone();
