@@ -17,6 +17,7 @@ import { silentLogger } from '../logger.js';
 import type { AgentPresence, Task } from '../schemas.js';
 import { agentDefaults, checkSchedule, type AgentOptions } from './options.js';
 import { Bell, settledWithin } from './bell.js';
+import { OutageLog } from './outage.js';
 import { OutcomeBatcher } from './outcomes.js';
 import { agentTopics, listenForWork, type PushListener } from './push.js';
 import { executorEnv, TaskRunner } from './runner.js';
@@ -51,6 +52,7 @@ export class BatonAgent {
   private readonly runner: TaskRunner;
   private readonly reporter: OutcomeBatcher;
   private readonly bell = new Bell();
+  private readonly outage: OutageLog;
   private readonly running = new Map<string, Running>();
   private readonly schedules: ScheduledTask[] = [];
   /** Spreads the safety-net claims of many agents started together. */
@@ -87,7 +89,8 @@ export class BatonAgent {
     this.log = (options.log ?? silentLogger).child({ agentId: this.id });
     this.poll = checkSchedule(options.poll ?? agentDefaults.poll, 'poll');
     this.heartbeat = checkSchedule(options.heartbeat ?? agentDefaults.heartbeat, 'heartbeat');
-    this.upkeep = new Upkeep(this.client, this.id, this.log, () => void this.stop({ graceSeconds: 0 }));
+    this.outage = new OutageLog(this.log);
+    this.upkeep = new Upkeep(this.client, this.id, this.log, this.outage, () => void this.stop({ graceSeconds: 0 }));
     this.reporter = new OutcomeBatcher(this.client, {
       moreComing: () => [...this.running.values()].some((r) => !r.reported),
       claimable: (reporting) => this.claimable(reporting),
@@ -129,9 +132,12 @@ export class BatonAgent {
       await this.beat();
       if (this.stopping) return;
       this.upkeep.spreadFirstSweep();
+      // node-cron's own lines go to the daemon's log, not raw to the console: a beat that outlasts its
+      // slot (the API slow or away) skips the next one, which is worth a debug line, not a warning.
+      const logger = cronLogger(this.log);
       this.schedules.push(
-        cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat` }),
-        cron.schedule(this.poll, () => this.bell.ring('poll'), { name: `${this.id}-poll` }),
+        cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat`, logger }),
+        cron.schedule(this.poll, () => this.bell.ring('poll'), { name: `${this.id}-poll`, logger }),
       );
       if (this.options.push !== false) this.listen();
       this.bell.ring('poll');
@@ -207,9 +213,10 @@ export class BatonAgent {
           if (wakes.has('results')) await deliverResults(this.client, this.options.onResult, this.log);
           if (claim) await this.claimFree();
         });
+        this.outage.ok();
       } catch (err) {
         if (err instanceof SupersededError) this.upkeep.superseded(err.message);
-        else this.log.error({ err }, 'poll failed');
+        else this.outage.failed(err, 'poll failed');
       }
       turned?.();
       if (once && this.running.size === 0 && !this.bell.pending) return;
@@ -331,7 +338,7 @@ export class BatonAgent {
     return untraced(async () => {
       const idle = Boolean(this.push?.up) && this.running.size === 0;
       await this.upkeep.beat({ idle, heardRecently: Date.now() - this.claims.lastOnPoll < this.slowPollMs() });
-      await checkClaims(this.client, this.running, true, this.log).catch((err: unknown) => this.log.error({ err }, 'heartbeat failed'));
+      await checkClaims(this.client, this.running, true, this.log).then(() => this.outage.ok(), (err: unknown) => this.outage.failed(err, 'could not renew the claims'));
     });
   }
 
@@ -344,4 +351,15 @@ export class BatonAgent {
   private slowPollMs(): number {
     return (this.options.slowPollSeconds ?? agentDefaults.slowPollSeconds) * 1000;
   }
+}
+
+/** node-cron's logger, writing through the daemon's pino logger: its warnings are routine, at debug. */
+function cronLogger(log: Logger): Parameters<typeof cron.setLogger>[0] {
+  const cronLog = log.child({ scheduler: 'node-cron' });
+  return {
+    info: (message) => cronLog.debug(message),
+    warn: (message) => cronLog.debug(message),
+    error: (message, err) => cronLog.error({ err: err ?? message }, typeof message === 'string' ? message : 'scheduled call failed'),
+    debug: (message) => cronLog.debug(String(message)),
+  };
 }

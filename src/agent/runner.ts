@@ -56,7 +56,7 @@ export class TaskRunner {
       reported();
       markOutcome(what, Boolean(err || why));
       this.deps.metrics()?.taskEnded(task, outcomeOf(what), (Date.now() - started) / 1000);
-      return childSpan('baton report', { 'baton.outcome': what }, () => this.report(call, log, started, what, err, why));
+      return childSpan('baton report', { 'baton.outcome': what }, () => this.report(call, log, started, what, err, why, task));
     };
     log.info({ title: task.title, from: task.from_agent }, 'claimed');
     this.deps.metrics()?.taskClaimed(task);
@@ -101,9 +101,10 @@ export class TaskRunner {
    * Reports an outcome; a refusal because the claim was lost (fencing) is logged, not thrown; a refusal
    * of the outputs is thrown, for run()'s refusal policy.
    */
-  private async report(call: () => Promise<Task | TaskStatus>, log: Logger, started: number, what: string, err?: unknown, why?: string): Promise<void> {
+  private async report(call: () => Promise<Task | TaskStatus>, log: Logger, started: number, what: string, err?: unknown, why?: string, task?: Task): Promise<void> {
+    const tries = { count: 0 };
     try {
-      const done = await this.persist(call, log, what);
+      const done = await this.persist(call, log, what, tries);
       const status = typeof done === 'string' ? done : done.status;
       const reason = why ?? (err instanceof Error ? err.message : err === undefined ? undefined : String(err));
       const line = { ms: Date.now() - started, status, ...(reason ? { reason } : {}), ...(err ? { err } : {}) };
@@ -113,6 +114,11 @@ export class TaskRunner {
       // Completion refused for a missing required output: run() treats it as refused outputs.
       if (refusal instanceof MissingOutputsError) throw refusal;
       if (refusal instanceof BatonError && fenced.has(refusal.code)) {
+        // Tried again after an answer that never came: the first try may be what ended the claim.
+        if (tries.count > 1 && task && await this.recordedEarlier(task)) {
+          log.info({ ms: Date.now() - started, tries: tries.count }, `${what}: recorded by an earlier try, whose answer was lost`);
+          return;
+        }
         log.warn({ ms: Date.now() - started, code: refusal.code, reason: refusal.message }, 'late outcome refused: the claim was lost');
       } else {
         log.error({ err: refusal }, `could not report the task as ${what}`);
@@ -127,9 +133,10 @@ export class TaskRunner {
    * while the database is away; once it is back, the answer is the outcome recorded, or a fenced
    * refusal (the claim lapsed meanwhile), which report() logs and drops. Only a stopped agent gives up.
    */
-  private async persist<T>(call: () => Promise<T>, log: Logger, what: string): Promise<T> {
+  private async persist<T>(call: () => Promise<T>, log: Logger, what: string, tries = { count: 0 }): Promise<T> {
     for (let attempt = 0; ; attempt += 1) {
       try {
+        tries.count += 1;
         return await call();
       } catch (err) {
         if (!isRetryable(err) || (this.deps.stopping() && attempt >= 3)) throw err;
@@ -138,6 +145,21 @@ export class TaskRunner {
         await sleep(wait);
       }
     }
+  }
+
+  /**
+   * Whether this claim's outcome is already in the task's history: the first change that ended the
+   * claim (to pending or a final status) was made by this agent, not by the sweep or the sender. Only
+   * this process held the claim's token, so it was this process's report.
+   */
+  private async recordedEarlier(task: Task): Promise<boolean> {
+    const since = Date.parse(task.claimed_at ?? task.updated_at);
+    const events = await this.deps.client.events(task.id).catch(() => []);
+    const ended = events
+      .filter((e) => Date.parse(e.at) >= since && (e.from_status === 'in_progress' || e.from_status === 'claimed')
+        && ['pending', 'completed', 'failed', 'rejected', 'cancelled'].includes(e.to_status ?? ''))
+      .sort((a, b) => Date.parse(a.at) - Date.parse(b.at))[0];
+    return ended?.actor === this.deps.agentId;
   }
 
   /** What the executor gets: the task, what it may read, and calls that act on the task as the agent. */

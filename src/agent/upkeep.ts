@@ -8,6 +8,7 @@ import { intervalSeconds } from '../durations.js';
 import { SupersededError } from '../errors.js';
 import type { AgentPresence, Task } from '../schemas.js';
 import { agentDefaults, schedulePeriodSeconds, type AgentOptions } from './options.js';
+import type { OutageLog } from './outage.js';
 
 /** A peer that wakes at least this often (seconds) is a daemon, and takes its turn at the sweep. */
 const sweeperRhythmSeconds = 60;
@@ -29,6 +30,7 @@ export class Upkeep {
     private readonly client: BatonClient,
     private readonly agentId: string,
     private readonly log: Logger,
+    private readonly outage: OutageLog,
     /** A later process took over the agent: this one steps aside (stops). */
     private readonly stepAside: () => void,
   ) {}
@@ -81,7 +83,7 @@ export class Upkeep {
       this.peers = everyone.filter((p) => p.id !== this.agentId);
     } catch (err) {
       if (err instanceof SupersededError) return this.superseded(err.message);
-      this.log.error({ err }, 'heartbeat failed');
+      this.outage.failed(err, 'heartbeat failed');
     }
   }
 
@@ -148,7 +150,8 @@ export async function checkClaims(client: BatonClient, running: Map<string, { ta
   const claims = [...running.values()].map(({ task }) => ({ taskId: task.id, claimToken: task.claim_token! }));
   for (const check of await client.checkClaims(claims, { renew })) {
     const run = running.get(check.task_id);
-    if (run && !check.current) {
+    // Said once: an executor that does not heed its signal at once is still in `running` on the next check.
+    if (run && !check.current && !run.controller.signal.aborted) {
       log.info({ taskId: check.task_id, status: check.status }, 'claim no longer current; stopping its executor');
       run.controller.abort(new Error(`the task is now ${check.status ?? 'gone'}`));
     }

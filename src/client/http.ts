@@ -15,6 +15,36 @@ import { ending, isUntraced, tracer, traceHeaders, tracing } from '../telemetry/
 /** One keep-alive pool per process, shared by every client in it. */
 const dispatcher = new Agent({ keepAliveTimeout: 10_000 });
 
+/**
+ * How long a request may wait for its answer, in ms, before it counts as lost: the connection is
+ * dropped (undici replaces it) and the caller gets the "could not reach" of an unreachable API, whose
+ * call may or may not have been decided (a daemon then retries its outcome with the claim token, and
+ * looks for a claim whose answer it never got). A connection that died without a word (no FIN, no RST)
+ * would otherwise hold a request for undici's default of five minutes. A daemon's own calls have
+ * bounds it can afford: a heartbeat, a claim or a report that hangs is tried again well within a lease.
+ */
+export const requestDeadlines = Object.freeze({ heartbeat: 10_000, claim: 10_000, report: 10_000, other: 30_000 });
+
+const deadlineOf: Record<string, number> = {
+  send_heartbeat: requestDeadlines.heartbeat,
+  check_claims: requestDeadlines.heartbeat,
+  begin_incarnation: requestDeadlines.claim,
+  claim_next_tasks: requestDeadlines.claim,
+  claim_task: requestDeadlines.claim,
+  report_and_claim: requestDeadlines.claim,
+  report_outcomes: requestDeadlines.report,
+  complete_task: requestDeadlines.report,
+  fail_task: requestDeadlines.report,
+  release_task: requestDeadlines.report,
+  decline_task: requestDeadlines.report,
+};
+
+/** The deadline of a request to `url`: its RPC's, or the one for everything else. */
+function deadlineFor(url: string): number {
+  const rpc = /\/rest\/v1\/rpc\/([a-z_]+)/.exec(url)?.[1];
+  return (rpc && deadlineOf[rpc]) || requestDeadlines.other;
+}
+
 const requestErrorListeners = new Set<() => void>();
 /** Calls `listener` for each request that fails: unreachable, or answered 5xx (a daemon's metrics count them). */
 export function onRequestError(listener: () => void): () => void {
@@ -64,12 +94,15 @@ const send: typeof fetch = async (input, init = {}) => {
   }
   let answer: Awaited<ReturnType<typeof request>>;
   try {
+    const deadline = deadlineFor(String(input));
     answer = await request(input, {
       method: method as never,
       headers: headersOf(init.headers),
       body: body ?? null,
       signal: init.signal ?? undefined,
       dispatcher,
+      headersTimeout: deadline,
+      bodyTimeout: deadline,
     });
   } catch (err) {
     if (isAbort(err)) throw err;
