@@ -20,7 +20,8 @@ import { Bell, settledWithin } from './bell.js';
 import { OutageLog } from './outage.js';
 import { OutcomeBatcher } from './outcomes.js';
 import { agentTopics, listenForWork, type PushListener } from './push.js';
-import { executorEnv, TaskRunner } from './runner.js';
+import { ClaimUnconfirmedError, executorEnv, TaskRunner } from './runner.js';
+import { intervalSeconds } from '../durations.js';
 import { checkClaims, deliverResults, Upkeep } from './upkeep.js';
 import { onRequestError } from '../client/http.js';
 import { DaemonMetrics } from '../telemetry/metrics.js';
@@ -63,7 +64,8 @@ export class BatonAgent {
   private starting = false;
   private stopping = false;
   /** How many tasks it may hold (its row's max_concurrent) and the capabilities it listens for. */
-  private profile = { capacity: 1, capabilities: [] as string[] };
+  private profile = { capacity: 1, capabilities: [] as string[], everySeconds: 0 };
+  private fenceTimer: NodeJS.Timeout | undefined;
   private push: PushListener | undefined;
   private metrics: DaemonMetrics | undefined;
   private metricsServer: http.Server | undefined;
@@ -140,6 +142,7 @@ export class BatonAgent {
         cron.schedule(this.poll, () => this.bell.ring('poll'), { name: `${this.id}-poll`, logger }),
       );
       if (this.options.push !== false) this.listen();
+      this.fenceTimer = setInterval(() => this.fence(), 500).unref();
       this.bell.ring('poll');
       await new Promise<void>((firstTurn) => { this.loopDone = this.loop(false, firstTurn); });
     } catch (err) {
@@ -171,6 +174,7 @@ export class BatonAgent {
     if (this.stopping) return;
     this.stopping = true;
     this.bell.ring('stop');
+    clearInterval(this.fenceTimer);
     try {
       for (const schedule of this.schedules) await schedule.destroy();
       await this.push?.stop();
@@ -346,6 +350,24 @@ export class BatonAgent {
   private listen(): void {
     this.push = listenForWork(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), this.bell, this.log,
       (incarnation, startedAt) => this.upkeep.heardIncarnation(incarnation, startedAt));
+  }
+
+  /**
+   * Self-fencing. The database keeps a claim while its holder is heard (claim_expires_at: the lease,
+   * or two of its wake-ups, after the last call that went through). A daemon cut off from the API
+   * cannot renew, and cannot know whether the sweep has handed its tasks to another holder; so, a
+   * margin before that can happen, it stops the executors it could not vouch for, and hands their
+   * claims back once the API answers (TaskRunner). Two holders never run one task at once.
+   */
+  private fence(): void {
+    const silentMs = Date.now() - this.client.heardAt;
+    for (const run of this.running.values()) {
+      if (run.reported || run.controller.signal.aborted) continue;
+      const holdMs = Math.max(intervalSeconds(run.task.claim_lease) ?? 300, 2 * this.profile.everySeconds) * 1000;
+      if (silentMs < holdMs - Math.max(2000, holdMs * 0.25)) continue;
+      this.log.warn({ taskId: run.task.id, silentMs, holdMs }, 'could not confirm the claim before it could lapse; stopping its executor');
+      run.controller.abort(new ClaimUnconfirmedError(`the API was unreachable for ${Math.round(silentMs / 1000)} s, close to the claim's ${holdMs / 1000} s: another holder may take the task`));
+    }
   }
 
   private slowPollMs(): number {

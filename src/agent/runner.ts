@@ -21,6 +21,13 @@ import { outcomeOf, type DaemonMetrics } from '../telemetry/metrics.js';
 
 type OutcomeOf = { result: TaskResult } | { error: string; retry: boolean; problems?: Array<{ path: string; message: string }> };
 
+/**
+ * Why a run is stopped when the daemon could not confirm its claim in time: cut off from the API, it
+ * cannot know whether the claim lapsed and the task went to another holder, so it stops the executor
+ * before that can happen, and hands the claim back once the API answers.
+ */
+export class ClaimUnconfirmedError extends Error {}
+
 /** Refusals that mean the claim is no longer this agent's: the outcome is dropped, not retried. */
 const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
 /** The longest wait between two tries at reporting an outcome while the API or database is away. */
@@ -74,12 +81,12 @@ export class TaskRunner {
       const ctx = await this.context(task, signal, log);
       const value = await childSpan('baton execute', { 'baton.executor': chosen.name }, (span) =>
         runExecutor(chosen.executor, task, ctx, { ...this.deps.env, ...traceEnv(span) }));
-      if (signal.aborted) return log.info({ ms: Date.now() - started }, 'stopped: the claim is no longer ours');
+      if (signal.aborted) return await this.stopped(task, signal, log, started, report);
       const result = toResult(value);
       // A result.handoff becomes the follow-up task in the same transaction as the completion.
       await report(submit({ result }), result.handoff ? 'completed, follow-up handed off' : 'completed');
     } catch (err) {
-      if (signal.aborted) return log.info({ ms: Date.now() - started, reason: String(signal.reason?.message ?? signal.reason) }, 'stopped: the claim is no longer ours');
+      if (signal.aborted) return await this.stopped(task, signal, log, started, report);
       if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) {
         // Outputs refused: the executor runs once more with the problems in its context, counting as an
         // attempt (the database turns a retry into a final failure once attempts run out); refused again,
@@ -95,6 +102,20 @@ export class TaskRunner {
       const message = err instanceof Error ? err.message : String(err);
       await report(submit({ error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
     }
+  }
+
+  /**
+   * A run stopped by its signal. A claim that could not be confirmed in time is handed back (retried
+   * until the API answers, fenced by its token); any other stop means the claim is no longer ours.
+   */
+  private async stopped(task: Task, signal: AbortSignal, log: Logger, started: number,
+    report: (call: () => Promise<Task>, what: string, err?: unknown, why?: string) => Promise<void>): Promise<void> {
+    const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
+    if (!(signal.reason instanceof ClaimUnconfirmedError) || this.deps.stopping()) {
+      log.info({ ms: Date.now() - started, reason }, 'stopped: the claim is no longer ours');
+      return;
+    }
+    await report(() => this.deps.client.release(task.id, task.claim_token, reason), 'released: the claim could not be confirmed in time', undefined, reason);
   }
 
   /**

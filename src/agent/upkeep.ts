@@ -39,11 +39,11 @@ export class Upkeep {
    * Writes the agent's own row: what it is, and how often it is sure to wake (its claims survive two
    * missed wake-ups). Its max_concurrent (set here or by an operator) is its capacity.
    */
-  async register(options: AgentOptions, poll: string, heartbeat: string): Promise<{ capacity: number; capabilities: string[] }> {
+  async register(options: AgentOptions, poll: string, heartbeat: string): Promise<{ capacity: number; capabilities: string[]; everySeconds: number }> {
     const { displayName, capabilities, skillsOffered, maxConcurrent } = options;
     const pollIntervalSeconds = options.everySeconds ?? Math.min(schedulePeriodSeconds(poll), schedulePeriodSeconds(heartbeat), maxEverySeconds);
     const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent, pollIntervalSeconds });
-    return { capacity: row.max_concurrent, capabilities: row.capabilities };
+    return { capacity: row.max_concurrent, capabilities: row.capabilities, everySeconds: pollIntervalSeconds };
   }
 
   /**

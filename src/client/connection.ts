@@ -16,17 +16,22 @@ export interface ConnectOptions {
   accessToken?: string;
   /** Headers added to every REST request as it leaves, read each time (a daemon's incarnation). */
   headers?: () => Record<string, string> | undefined;
+  /** Told of each answer: when its request was sent, its status and method. */
+  answered?: (sentAt: number, status: number, method: string) => void;
 }
 
 /**
  * A supabase-js client for Baton: no sessions (agents are not users), a WebSocket that Node 20 lacks,
  * and a leaner fetch than Node's (src/client/http.ts).
  */
-export function connect({ url, apiKey, accessToken, headers }: ConnectOptions): BatonDb {
-  const fetch: typeof batonFetch = headers
-    ? (input, init = {}) => {
-      const more = headers();
-      return batonFetch(input, more ? { ...init, headers: { ...headersOf(init.headers), ...more } } : init);
+export function connect({ url, apiKey, accessToken, headers, answered }: ConnectOptions): BatonDb {
+  const fetch: typeof batonFetch = headers || answered
+    ? async (input, init = {}) => {
+      const more = headers?.();
+      const sentAt = Date.now();
+      const answer = await batonFetch(input, more ? { ...init, headers: { ...headersOf(init.headers), ...more } } : init);
+      answered?.(sentAt, answer.status, init.method ?? 'GET');
+      return answer;
     }
     : batonFetch;
   return createClient<Database>(url, apiKey, {

@@ -101,7 +101,7 @@ export class DaemonMetrics {
 export function outcomeOf(what: string): Outcome {
   if (what.startsWith('completed')) return 'completed';
   if (what.startsWith('declined')) return 'declined';
-  if (what.includes('retry requested') || what.includes('running again')) return 'retried';
+  if (what.includes('retry requested') || what.includes('running again') || what.startsWith('released')) return 'retried';
   return 'failed';
 }
 

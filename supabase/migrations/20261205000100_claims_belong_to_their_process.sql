@@ -16,7 +16,10 @@
 --   - A claim whose incarnation was superseded holds only until its lease ends: the beats of another
 --     process of the agent no longer keep it alive.
 --   - begin_incarnation tells the agent's topic at once, so a superseded process listening there stops
---     without waiting for its next heartbeat to be refused.
+--     without waiting for its next heartbeat to be refused. The work it hands back may be claimed again
+--     only after one of the agent's wake-ups (at most 10 s): an earlier process still alive (started
+--     twice by mistake, or restarted by a supervisor that thought it dead) looks at its claims that
+--     often and stops their executors, so two holders never run one task at once.
 
 alter table public.task_handoffs add column claim_incarnation uuid;
 
@@ -219,6 +222,7 @@ declare
   fresh uuid := gen_random_uuid();
   ids uuid[];
   reasons text[];
+  handed_back jsonb;
 begin
   -- The agent's row is the lock: two processes starting at once take turns, and the later one wins.
   update public.agents
@@ -238,7 +242,13 @@ begin
 
   perform realtime.send(jsonb_build_object('incarnation', fresh, 'started_at', now()), 'incarnation', 'agent:' || me, true);
 
-  return jsonb_build_object('incarnation', fresh)
-    || baton_private.hand_back_lost_claims(ids, reasons, 'holder restarted');
+  handed_back := baton_private.hand_back_lost_claims(ids, reasons, 'holder restarted');
+  update public.task_handoffs t
+  set not_before = now() + least(coalesce(a.poll_interval, interval '5 seconds'), interval '10 seconds') + interval '1 second'
+  from public.agents a
+  where a.id = me and t.id = any (ids) and t.status = 'pending';
+  return jsonb_build_object('incarnation', fresh) || handed_back;
 end
 $$;
+
+comment on function public.begin_incarnation is 'A new process starts as the calling agent: records a new incarnation, tells the agent''s topic (event incarnation), and hands back every claim the agent held (never started: pending without counting an attempt; in progress: pending after its attempt, or failed on the last), with the reason in the history; what it hands back may be claimed again after one of the agent''s wake-ups (at most 10 s), by when an earlier process still alive has stopped its executors. Daemons call it on start; hand-driven agents with baton status --restarted. Returns {incarnation, requeued_unstarted, requeued_expired, dead_lettered}.';
