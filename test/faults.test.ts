@@ -5,10 +5,14 @@
  * a daemon, and a process killed while partitioned; then the network heals and the history is checked.
  * Three seeds in a row; BATON_FAULT_SEEDS=1,2,3 replays given ones.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliPath } from './cli.js';
+import { eventually } from './daemon-helpers.js';
+import { FaultProxy } from './fault-proxy.js';
 import { runFaults } from './fault-run.js';
 import { ownStack } from './own-stack.js';
 
@@ -34,4 +38,51 @@ describe('a faulty network between the daemons and the API', () => {
       expect(report.completed).toBeGreaterThan(report.tasks / 2);
     }, (scheduleSeconds + 240) * 1000);
   }
+});
+
+describe('a daemon whose connections die without a word (half-open)', () => {
+  it('reports what it held and claims again within seconds of the heal, logging JSON lines only', async () => {
+    const boss = await own.newAgent('ho-boss');
+    const bot = await own.newAgent('ho-bot');
+    const api = new URL(own.env.SUPABASE_URL);
+    const proxy = new FaultProxy({ host: api.hostname, port: Number(api.port) });
+    const port = await proxy.listen();
+    const config = path.join(work, 'half-open.json');
+    fs.writeFileSync(config, JSON.stringify({
+      poll: '* * * * * *', heartbeat: '*/2 * * * * *',
+      executors: { '*': { command: 'cat > /dev/null; sleep 1; echo \'{"status": "success"}\'' } },
+    }));
+    let output = '';
+    const child = spawn(process.execPath, [cliPath, 'agent', 'run', '--config', config], {
+      env: { ...process.env, SUPABASE_URL: `http://127.0.0.1:${port}`, SUPABASE_ANON_KEY: own.env.SUPABASE_ANON_KEY, SUPABASE_PUBLISHABLE_KEY: '', BATON_AGENT_TOKEN: bot.token, LOG_LEVEL: 'info', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (c: Buffer) => { output += c; });
+    child.stderr!.on('data', (c: Buffer) => { output += c; });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await eventually(async () => /agent started/.test(output), 30_000, 'the daemon to start');
+      const held = await boss.client.handoff({ to: bot.id, title: 'held across a half-open network', leaseSeconds: 60 });
+      await eventually(async () => (await boss.client.getTask(held.id)).status === 'in_progress', 20_000, 'the task to start');
+      // Every connection open now, and every one made in the next 3 s, dies silently, for good.
+      proxy.set('half-open');
+      await new Promise((r) => setTimeout(r, 3000));
+      proxy.set('pass');
+      // Before every request had a deadline, the daemon waited 300 s (undici's default) on dead connections.
+      await eventually(async () => (await boss.client.getTask(held.id)).status === 'completed', 60_000, 'the outcome held across the fault to be recorded');
+      const next = await boss.client.handoff({ to: bot.id, title: 'after the heal' });
+      await eventually(async () => (await boss.client.getTask(next.id)).status === 'completed', 60_000, 'the daemon to claim again');
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await proxy.close();
+    }
+    fs.writeFileSync(path.join(work, 'half-open.log'), output);
+    const lines = output.split('\n').filter(Boolean);
+    const notJson = lines.filter((l) => { try { JSON.parse(l); return false; } catch { return true; } });
+    expect(notJson, 'lines that are not JSON').toEqual([]);
+    // One error when the outage began, at most, not one per call or per second.
+    const errors = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((e) => e.level >= 50);
+    expect(errors.length, JSON.stringify(errors)).toBeLessThanOrEqual(2);
+  });
 });

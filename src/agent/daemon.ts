@@ -91,7 +91,7 @@ export class BatonAgent {
     this.log = (options.log ?? silentLogger).child({ agentId: this.id });
     this.poll = checkSchedule(options.poll ?? agentDefaults.poll, 'poll');
     this.heartbeat = checkSchedule(options.heartbeat ?? agentDefaults.heartbeat, 'heartbeat');
-    this.outage = new OutageLog(this.log);
+    this.outage = new OutageLog(this.log, () => this.recovered());
     this.upkeep = new Upkeep(this.client, this.id, this.log, this.outage, () => void this.stop({ graceSeconds: 0 }));
     this.reporter = new OutcomeBatcher(this.client, {
       moreComing: () => [...this.running.values()].some((r) => !r.reported),
@@ -343,6 +343,26 @@ export class BatonAgent {
       const idle = Boolean(this.push?.up) && this.running.size === 0;
       await this.upkeep.beat({ idle, heardRecently: Date.now() - this.claims.lastOnPoll < this.slowPollMs() });
       await checkClaims(this.client, this.running, true, this.log).then(() => this.outage.ok(), (err: unknown) => this.outage.failed(err, 'could not renew the claims'));
+    });
+  }
+
+  /**
+   * The API answers again after an outage. Whatever arrived meanwhile is claimed and delivered now, and
+   * push listens on a new connection: its WebSocket may have died without a word as the HTTP ones did
+   * (realtime-js finds out only at its next heartbeat, up to a minute later), while the daemon, trusting
+   * it, polls only as a safety net.
+   */
+  private recovered(): void {
+    this.bell.ring('work');
+    this.bell.ring('results');
+    if (!this.push || this.stopping) return;
+    const old = this.push;
+    this.push = undefined;
+    void old.stop().then(async () => {
+      if (this.stopping) return;
+      this.listen();
+      // stop() may have run meanwhile, before this listener existed.
+      if (this.stopping) await this.push?.stop();
     });
   }
 

@@ -10,7 +10,7 @@ export class OutageLog {
   private since: number | undefined;
   private failures = 0;
 
-  constructor(private readonly log: Logger) {}
+  constructor(private readonly log: Logger, private readonly recovered: () => void = () => undefined) {}
 
   /** A call of the daemon's own (`what`: "poll failed", "heartbeat failed", …) failed with `err`. */
   failed(err: unknown, what: string): void {
@@ -27,5 +27,6 @@ export class OutageLog {
     this.log.info({ outageMs: Date.now() - this.since, failedCalls: this.failures }, 'the API answers again');
     this.since = undefined;
     this.failures = 0;
+    this.recovered();
   }
 }

@@ -23,9 +23,11 @@ const dispatcher = new Agent({ keepAliveTimeout: 10_000 });
  * would otherwise hold a request for undici's default of five minutes. A daemon's own calls have
  * bounds it can afford: a heartbeat, a claim or a report that hangs is tried again well within a lease.
  */
-export const requestDeadlines = Object.freeze({ heartbeat: 5_000, claim: 5_000, report: 5_000, other: 30_000 });
+export const requestDeadlines = Object.freeze({ heartbeat: 5_000, claim: 5_000, report: 5_000, upload: 60_000, other: 10_000 });
 
 const deadlineOf: Record<string, number> = {
+  sweep_tasks: requestDeadlines.heartbeat,
+  attach_artifact: requestDeadlines.upload,
   send_heartbeat: requestDeadlines.heartbeat,
   check_claims: requestDeadlines.heartbeat,
   begin_incarnation: requestDeadlines.claim,
