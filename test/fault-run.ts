@@ -48,8 +48,10 @@ export interface FaultRunReport {
   failed: number;
   /** Tasks completed a second, from the first hand-off to the last task final. */
   tasksPerSecond: number;
-  /** From the heal to the last task final. */
+  /** From the heal to the last task final (with a backlog, how long it took to drain). */
   healToLastFinalMs: number;
+  /** From the heal until every agent had claimed and completed a task addressed to it after the heal. */
+  healToClaimsAgainMs: number;
   faults: Record<string, number>;
   processesStarted: number;
   /** Runs whose success did not reach the database before their claim ended (cut off past the lease), so the task ran again. */
@@ -269,11 +271,14 @@ export default async (task, ctx) => {
   const all = [...ids, ...after.map((t) => t.id)];
   const finalStatuses = ['completed', 'failed', 'rejected', 'cancelled'];
   let lastFinal = healedAt;
-  const deadline = Date.now() + 180_000;
+  // A backlog drains as long as it must; what fails is three minutes without a task becoming final.
+  let deadline = Date.now() + 180_000;
+  let open = Infinity;
   for (;;) {
     const { rows } = await db.query<{ open: number; last: Date | null }>(
       'select count(*) filter (where status not in (\'completed\', \'failed\', \'rejected\', \'cancelled\'))::int as open, max(completed_at) as last from task_handoffs where id = any($1)', [all]);
     if (rows[0]!.open === 0) { lastFinal = Math.max(healedAt, rows[0]!.last?.getTime() ?? healedAt); break; }
+    if (rows[0]!.open < open) { open = rows[0]!.open; deadline = Date.now() + 180_000; }
     if (Date.now() > deadline) break;
     await sleep(250);
   }
@@ -344,6 +349,7 @@ export default async (task, ctx) => {
     if (!runs.some((r) => r.agent === agents[i]!.id && r.outcome === 'success')) violations.push(`${agents[i]!.id} did not claim again after the heal (${t.id})`);
   }
   const completed = tasks.filter((t) => t.status === 'completed').length;
+  const afterDone = tasks.filter((t) => after.some((a) => a.id === t.id)).map((t) => t.completed_at?.getTime() ?? Infinity);
   const lastAt = Math.max(...tasks.map((t) => t.completed_at?.getTime() ?? 0));
   return {
     seed,
@@ -353,6 +359,7 @@ export default async (task, ctx) => {
     failed: tasks.filter((t) => t.status === 'failed').length,
     tasksPerSecond: completed / Math.max(1, (lastAt - started) / 1000),
     healToLastFinalMs: lastFinal - healedAt,
+    healToClaimsAgainMs: Math.max(...afterDone) - healedAt,
     faults: faultCounts,
     processesStarted,
     rerunAfterSuccess,

@@ -86,3 +86,43 @@ describe('a daemon whose connections die without a word (half-open)', () => {
     expect(errors.length, JSON.stringify(errors)).toBeLessThanOrEqual(2);
   });
 });
+
+describe('an outcome whose answer was lost', () => {
+  it('is said to be recorded by the earlier try, not refused', async () => {
+    const boss = await own.newAgent('lost-boss');
+    const bot = await own.newAgent('lost-bot');
+    const api = new URL(own.env.SUPABASE_URL);
+    const proxy = new FaultProxy({ host: api.hostname, port: Number(api.port) });
+    const port = await proxy.listen();
+    const go = path.join(work, `go-${bot.id}`);
+    const config = path.join(work, `lost-${bot.id}.json`);
+    fs.writeFileSync(config, JSON.stringify({
+      poll: '* * * * * *', heartbeat: '*/2 * * * * *', push: false,
+      executors: { '*': { command: `cat > /dev/null; while [ ! -f ${go} ]; do sleep 0.05; done; echo '{"status": "success"}'` } },
+    }));
+    let output = '';
+    const child = spawn(process.execPath, [cliPath, 'agent', 'run', '--config', config], {
+      env: { ...process.env, SUPABASE_URL: `http://127.0.0.1:${port}`, SUPABASE_ANON_KEY: own.env.SUPABASE_ANON_KEY, SUPABASE_PUBLISHABLE_KEY: '', BATON_AGENT_TOKEN: bot.token, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (c: Buffer) => { output += c; });
+    child.stderr!.on('data', (c: Buffer) => { output += c; });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await eventually(async () => /agent started/.test(output), 30_000, 'the daemon to start');
+      const task = await boss.client.handoff({ to: bot.id, title: 'reported into the void', leaseSeconds: 60 });
+      await eventually(async () => (await boss.client.getTask(task.id)).status === 'in_progress', 20_000, 'the task to start');
+      // The report reaches the database and commits; its answer never comes back.
+      proxy.set('drop-responses');
+      fs.writeFileSync(go, '');
+      await eventually(async () => (await boss.client.getTask(task.id)).status === 'completed', 20_000, 'the report to commit');
+      proxy.set('pass');
+      await eventually(async () => /recorded by an earlier try, whose answer was lost/.test(output), 30_000, 'the daemon to learn its outcome was recorded');
+      expect(output).not.toMatch(/late outcome refused/);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await proxy.close();
+    }
+  });
+});

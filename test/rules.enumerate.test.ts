@@ -97,6 +97,33 @@ describe('the relations the API serves', () => {
   });
 });
 
+describe('row-level security alone', () => {
+  it('shows a signed-in user who is no agent nothing of any relation, whatever path reaches it (rpc/graphql, a future endpoint)', async () => {
+    const sender = await newAgent('seeder');
+    const client = await db.connect();
+    try {
+      await client.query('begin');
+      // Rows of every kind such a user could have seen: a capability-free broadcast with its history,
+      // and a message to everyone, made by an agent in this transaction (rolled back, seen by no other test).
+      await client.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`,
+        [JSON.stringify({ role: 'authenticated', agent_id: sender.id })]);
+      await client.query(`select public.handoff_task('a broadcast anyone could claim')`);
+      await client.query(`insert into public.agent_messages (from_agent, kind, body) values ($1, 'note', '{"text": "to everyone"}')`, [sender.id]);
+      // Now a user of the project's Auth, with the pre-request check out of the way, as rpc/graphql is.
+      await client.query(`select set_config('request.jwt.claims', $1, true)`, [JSON.stringify({ role: 'authenticated', sub: crypto.randomUUID() })]);
+      const seen: string[] = [];
+      for (const { relname } of relations) {
+        const { rows: [row] } = await client.query<{ n: number }>(`select count(*)::int as n from public.${relname}`);
+        if (row!.n > 0) seen.push(`${relname}: ${row!.n} rows`);
+      }
+      expect(seen).toEqual([]);
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+});
+
 describe('the functions the API serves', () => {
   it('refuse a caller that is no agent, each one', async () => {
     const { rows: functions } = await db.query<{ signature: string; nargs: number }>(`
