@@ -312,7 +312,11 @@ alter table public.task_status_transitions add constraint task_status_transition
 
 -- indexes -----------------------------------------------------------------------------------------
 
+CREATE INDEX agent_messages_direct_idx ON public.agent_messages USING btree (created_at) WHERE (task_id IS NULL);
+
 CREATE INDEX agent_messages_from_agent_idx ON public.agent_messages USING btree (from_agent, created_at DESC);
+
+CREATE INDEX agent_messages_reply_to_idx ON public.agent_messages USING btree (reply_to_id) WHERE (reply_to_id IS NOT NULL);
 
 CREATE INDEX agent_messages_task_idx ON public.agent_messages USING btree (task_id, created_at) WHERE (task_id IS NOT NULL);
 
@@ -3912,7 +3916,7 @@ create policy "Agents can mark read only messages sent to them" on public.agent_
   with check ((to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)));
 
 create policy "Agents can read messages from them, to them, or to everyone" on public.agent_messages as permissive for select to authenticated
-  using (((from_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (to_agent IS NULL)));
+  using (((from_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR ((to_agent IS NULL) AND (( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL))));
 
 create policy "Agents can send notes only as themselves, on tasks they can vie" on public.agent_messages as permissive for insert to authenticated
   with check (((kind = 'note'::public.message_kind) AND (from_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) AND ((task_id IS NULL) OR (EXISTS ( SELECT
@@ -3930,10 +3934,10 @@ create policy "Agents can change only their own row" on public.agents as permiss
   with check ((id = ( SELECT baton_private.current_agent_id() AS current_agent_id)));
 
 create policy "Agents can see every registered agent" on public.agents as permissive for select to authenticated
-  using (true);
+  using ((( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL));
 
 create policy "Agents can read the settings" on public.baton_settings as permissive for select to authenticated
-  using (true);
+  using ((( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL));
 
 create policy "Agents can view the schedules sent as them or addressed to them" on public.recurring_handoffs as permissive for select to authenticated
   using (((from_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id))));
@@ -3954,10 +3958,10 @@ create policy "Agents can view the history of tasks they can view" on public.tas
   WHERE (t.id = task_events.task_id))));
 
 create policy "Agents can view tasks they sent, hold, are addressed, or could " on public.task_handoffs as permissive for select to authenticated
-  using (((from_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (claimed_by = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR ((to_agent IS NULL) AND (required_capabilities <@ ( SELECT baton_private.agent_capabilities(baton_private.current_agent_id()) AS agent_capabilities)))));
+  using (((from_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (claimed_by = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR ((to_agent IS NULL) AND (( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL) AND (required_capabilities <@ ( SELECT baton_private.agent_capabilities(baton_private.current_agent_id()) AS agent_capabilities)))));
 
 create policy "Agents can read the allowed transitions" on public.task_status_transitions as permissive for select to authenticated
-  using (true);
+  using ((( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL));
 
 create policy "Agents can listen on their own topic, their capabilities' topic" on realtime.messages as permissive for select to authenticated
   using (((extension = 'broadcast'::text) AND baton_private.may_listen(realtime.topic())));
