@@ -315,6 +315,8 @@ export type SweepReport = z.infer<typeof SweepReport>;
 /** What begin_incarnation did: the new process's id, and the claims of earlier processes it handed back. */
 export const Incarnation = z.object({
   incarnation: z.uuid(),
+  /** When the claims it handed back may be claimed again (after one of the agent's wake-ups); null when it handed back none. */
+  claimable_at: timestamp.nullable().default(null),
   requeued_unstarted: z.number().int(),
   requeued_expired: z.number().int(),
   dead_lettered: z.number().int(),

@@ -129,7 +129,9 @@ export class BatonAgent {
     try {
       await untraced(async () => {
         await this.register();
-        await this.upkeep.begin();
+        // What it handed back may be claimed after one of the agent's wake-ups: the loop wakes for it then.
+        const claimableAt = await this.upkeep.begin();
+        if (claimableAt) this.bell.ringAt('work', Date.parse(claimableAt) + 50);
       });
       await this.beat();
       if (this.stopping) return;

@@ -49,16 +49,17 @@ export class Upkeep {
   /**
    * This process starts as the agent: whatever claims an earlier process left (killed, crashed, its
    * machine gone) go back at once by the database's rule, instead of waiting for their leases while
-   * this process beats under the same id.
+   * this process beats under the same id. Returns when that work may be claimed again, if there is any.
    */
-  async begin(): Promise<void> {
-    const { incarnation, ...handedBack } = await this.client.beginIncarnation();
+  async begin(): Promise<string | null> {
+    const { incarnation, claimable_at: claimableAt, ...handedBack } = await this.client.beginIncarnation();
     this.incarnation = incarnation;
     // From now on every request names this process: it acts only on its own claims.
     this.client.incarnation = incarnation;
     if (Object.values(handedBack).some((n) => n > 0)) {
       this.log.warn({ handedBack }, 'handed back the claims an earlier process of this agent left');
     }
+    return claimableAt;
   }
 
   /** A daemon's first turn at the sweep falls anywhere in its period: daemons started together spread out. */

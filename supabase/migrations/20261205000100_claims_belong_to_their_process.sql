@@ -223,6 +223,7 @@ declare
   ids uuid[];
   reasons text[];
   handed_back jsonb;
+  claimable_at timestamptz;
 begin
   -- The agent's row is the lock: two processes starting at once take turns, and the later one wins.
   update public.agents
@@ -243,12 +244,19 @@ begin
   perform realtime.send(jsonb_build_object('incarnation', fresh, 'started_at', now()), 'incarnation', 'agent:' || me, true);
 
   handed_back := baton_private.hand_back_lost_claims(ids, reasons, 'holder restarted');
-  update public.task_handoffs t
-  set not_before = now() + least(coalesce(a.poll_interval, interval '5 seconds'), interval '10 seconds') + interval '1 second'
-  from public.agents a
-  where a.id = me and t.id = any (ids) and t.status = 'pending';
-  return jsonb_build_object('incarnation', fresh) || handed_back;
+  -- Listeners heard of the work as it went back; they hear when it may be claimed too.
+  select now() + least(coalesce(a.poll_interval, interval '5 seconds'), interval '10 seconds') + interval '1 second'
+  into claimable_at from public.agents a where a.id = me;
+  update public.task_handoffs t set not_before = claimable_at
+  where t.id = any (ids) and t.status = 'pending';
+  perform realtime.send(jsonb_build_object('tasks', jsonb_agg(jsonb_build_object('id', d.id, 'status', 'pending', 'not_before', d.not_before))),
+                        'work', d.topic, true)
+  from (select t.id, t.not_before, baton_private.work_topic(t.to_agent, t.required_capabilities) as topic
+        from public.task_handoffs t where t.id = any (ids) and t.status = 'pending') d
+  group by d.topic;
+  return jsonb_build_object('incarnation', fresh,
+                            'claimable_at', case when cardinality(ids) > 0 then claimable_at end) || handed_back;
 end
 $$;
 
-comment on function public.begin_incarnation is 'A new process starts as the calling agent: records a new incarnation, tells the agent''s topic (event incarnation), and hands back every claim the agent held (never started: pending without counting an attempt; in progress: pending after its attempt, or failed on the last), with the reason in the history; what it hands back may be claimed again after one of the agent''s wake-ups (at most 10 s), by when an earlier process still alive has stopped its executors. Daemons call it on start; hand-driven agents with baton status --restarted. Returns {incarnation, requeued_unstarted, requeued_expired, dead_lettered}.';
+comment on function public.begin_incarnation is 'A new process starts as the calling agent: records a new incarnation, tells the agent''s topic (event incarnation), and hands back every claim the agent held (never started: pending without counting an attempt; in progress: pending after its attempt, or failed on the last), with the reason in the history; what it hands back may be claimed again after one of the agent''s wake-ups (at most 10 s), by when an earlier process still alive has stopped its executors. Daemons call it on start; hand-driven agents with baton status --restarted. Returns {incarnation, claimable_at (when what it handed back may be claimed; null if nothing), requeued_unstarted, requeued_expired, dead_lettered}.';
