@@ -40,45 +40,55 @@ describe('a faulty network between the daemons and the API', () => {
   }
 });
 
+/**
+ * `baton agent run` as its own process behind a FaultProxy of its own, with `config` (written to a
+ * file); `stop()` ends both. Its output, stdout and stderr, is kept.
+ */
+async function daemonBehindProxy(token: string, config: Record<string, unknown>) {
+  const api = new URL(own.env.SUPABASE_URL);
+  const proxy = new FaultProxy({ host: api.hostname, port: Number(api.port) });
+  const port = await proxy.listen();
+  const file = path.join(work, `daemon-${port}.json`);
+  fs.writeFileSync(file, JSON.stringify({ poll: '* * * * * *', heartbeat: '*/2 * * * * *', ...config }));
+  const daemon = { proxy, output: '', stop: async () => undefined as unknown };
+  const child = spawn(process.execPath, [cliPath, 'agent', 'run', '--config', file], {
+    env: { ...process.env, SUPABASE_URL: `http://127.0.0.1:${port}`, SUPABASE_ANON_KEY: own.env.SUPABASE_ANON_KEY, SUPABASE_PUBLISHABLE_KEY: '', BATON_AGENT_TOKEN: token, LOG_LEVEL: 'info', NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (c: Buffer) => { daemon.output += c; });
+  child.stderr!.on('data', (c: Buffer) => { daemon.output += c; });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  daemon.stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
+    await proxy.close();
+  };
+  await eventually(async () => /agent started/.test(daemon.output), 30_000, 'the daemon to start');
+  return daemon;
+}
+
 describe('a daemon whose connections die without a word (half-open)', () => {
   it('reports what it held and claims again within seconds of the heal, logging JSON lines only', async () => {
     const boss = await own.newAgent('ho-boss');
     const bot = await own.newAgent('ho-bot');
-    const api = new URL(own.env.SUPABASE_URL);
-    const proxy = new FaultProxy({ host: api.hostname, port: Number(api.port) });
-    const port = await proxy.listen();
-    const config = path.join(work, 'half-open.json');
-    fs.writeFileSync(config, JSON.stringify({
-      poll: '* * * * * *', heartbeat: '*/2 * * * * *',
+    const daemon = await daemonBehindProxy(bot.token, {
       executors: { '*': { command: 'cat > /dev/null; sleep 1; echo \'{"status": "success"}\'' } },
-    }));
-    let output = '';
-    const child = spawn(process.execPath, [cliPath, 'agent', 'run', '--config', config], {
-      env: { ...process.env, SUPABASE_URL: `http://127.0.0.1:${port}`, SUPABASE_ANON_KEY: own.env.SUPABASE_ANON_KEY, SUPABASE_PUBLISHABLE_KEY: '', BATON_AGENT_TOKEN: bot.token, LOG_LEVEL: 'info', NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout!.on('data', (c: Buffer) => { output += c; });
-    child.stderr!.on('data', (c: Buffer) => { output += c; });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
-      await eventually(async () => /agent started/.test(output), 30_000, 'the daemon to start');
       const held = await boss.client.handoff({ to: bot.id, title: 'held across a half-open network', leaseSeconds: 60 });
       await eventually(async () => (await boss.client.getTask(held.id)).status === 'in_progress', 20_000, 'the task to start');
       // Every connection open now, and every one made in the next 3 s, dies silently, for good.
-      proxy.set('half-open');
+      daemon.proxy.set('half-open');
       await new Promise((r) => setTimeout(r, 3000));
-      proxy.set('pass');
+      daemon.proxy.set('pass');
       // Before every request had a deadline, the daemon waited 300 s (undici's default) on dead connections.
       await eventually(async () => (await boss.client.getTask(held.id)).status === 'completed', 60_000, 'the outcome held across the fault to be recorded');
       const next = await boss.client.handoff({ to: bot.id, title: 'after the heal' });
       await eventually(async () => (await boss.client.getTask(next.id)).status === 'completed', 60_000, 'the daemon to claim again');
     } finally {
-      child.kill('SIGTERM');
-      await exited;
-      await proxy.close();
+      await daemon.stop();
     }
-    fs.writeFileSync(path.join(work, 'half-open.log'), output);
-    const lines = output.split('\n').filter(Boolean);
+    const lines = daemon.output.split('\n').filter(Boolean);
     const notJson = lines.filter((l) => { try { JSON.parse(l); return false; } catch { return true; } });
     expect(notJson, 'lines that are not JSON').toEqual([]);
     // One error when the outage began, at most, not one per call or per second.
@@ -91,38 +101,23 @@ describe('an outcome whose answer was lost', () => {
   it('is said to be recorded by the earlier try, not refused', async () => {
     const boss = await own.newAgent('lost-boss');
     const bot = await own.newAgent('lost-bot');
-    const api = new URL(own.env.SUPABASE_URL);
-    const proxy = new FaultProxy({ host: api.hostname, port: Number(api.port) });
-    const port = await proxy.listen();
     const go = path.join(work, `go-${bot.id}`);
-    const config = path.join(work, `lost-${bot.id}.json`);
-    fs.writeFileSync(config, JSON.stringify({
-      poll: '* * * * * *', heartbeat: '*/2 * * * * *', push: false,
+    const daemon = await daemonBehindProxy(bot.token, {
+      push: false,
       executors: { '*': { command: `cat > /dev/null; while [ ! -f ${go} ]; do sleep 0.05; done; echo '{"status": "success"}'` } },
-    }));
-    let output = '';
-    const child = spawn(process.execPath, [cliPath, 'agent', 'run', '--config', config], {
-      env: { ...process.env, SUPABASE_URL: `http://127.0.0.1:${port}`, SUPABASE_ANON_KEY: own.env.SUPABASE_ANON_KEY, SUPABASE_PUBLISHABLE_KEY: '', BATON_AGENT_TOKEN: bot.token, LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout!.on('data', (c: Buffer) => { output += c; });
-    child.stderr!.on('data', (c: Buffer) => { output += c; });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
-      await eventually(async () => /agent started/.test(output), 30_000, 'the daemon to start');
       const task = await boss.client.handoff({ to: bot.id, title: 'reported into the void', leaseSeconds: 60 });
       await eventually(async () => (await boss.client.getTask(task.id)).status === 'in_progress', 20_000, 'the task to start');
       // The report reaches the database and commits; its answer never comes back.
-      proxy.set('drop-responses');
+      daemon.proxy.set('drop-responses');
       fs.writeFileSync(go, '');
       await eventually(async () => (await boss.client.getTask(task.id)).status === 'completed', 20_000, 'the report to commit');
-      proxy.set('pass');
-      await eventually(async () => /recorded by an earlier try, whose answer was lost/.test(output), 30_000, 'the daemon to learn its outcome was recorded');
-      expect(output).not.toMatch(/late outcome refused/);
+      daemon.proxy.set('pass');
+      await eventually(async () => /recorded by an earlier try, whose answer was lost/.test(daemon.output), 30_000, 'the daemon to learn its outcome was recorded');
+      expect(daemon.output).not.toMatch(/late outcome refused/);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
-      await proxy.close();
+      await daemon.stop();
     }
   });
 });

@@ -129,7 +129,7 @@ describe('one lock order', () => {
 });
 
 describe('a deadlock is transient', () => {
-  it('retries an outcome the database undid with 40P01, with its claim token, until it is recorded', async () => {
+  it('retries an outcome the database undid with 40P01 (a deadlock), with its claim token, until it is recorded', async () => {
     const sender = await own.newAgent('dl-sender');
     const holder = await own.newAgent('dl-holder');
     let finish!: () => void;
@@ -139,9 +139,18 @@ describe('a deadlock is transient', () => {
     const lines: Array<Record<string, unknown>> = [];
     const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } });
     const agent = createAgent({
-      url: own.env.SUPABASE_URL, ...agentKey(own.env), token: holder.token, ...fast, push: false,
+      // An hourly heartbeat: no lease renewal waits on the locked task beside the report.
+      url: own.env.SUPABASE_URL, ...agentKey(own.env), token: holder.token, ...fast, heartbeat: '0 0 * * * *', push: false,
       log: pino({ level: 'debug' }, sink),
-      executors: { '*': async (t) => { if (t.id === gated) await gate; return { status: 'success', summary: 'done' }; } },
+      // The gated task fails: a failure is reported one by one, so its deadlock comes back to the client
+      // (a batch of plain completions falls back to one by one inside the database instead).
+      executors: {
+        '*': async (t) => {
+          if (t.id !== gated) return { status: 'success', summary: 'done' };
+          await gate;
+          throw new Error('failed on purpose');
+        },
+      },
     });
     const db = new pg.Client({ connectionString: own.env.DATABASE_URL });
     await db.connect();
@@ -155,16 +164,21 @@ describe('a deadlock is transient', () => {
       await db.query('set local deadlock_timeout = \'30s\'');  // the report's backend detects the cycle, and is undone
       await db.query('select from public.task_handoffs where id = $1 for update', [task.id]);
       finish();
-      await eventually(async () => (await db.query(
-        `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%report_%'`)).rowCount, 20_000, 'the report to wait for the task');
+      // PostgREST's statement is longer than pg_stat_activity keeps: any of its backends waiting on a lock
+      // is the report (with an hourly heartbeat, no renewal is sent).
+      // (pg_stat_activity is read once per transaction unless its snapshot is cleared.)
+      await eventually(async () => {
+        await db.query('select pg_stat_clear_snapshot()');
+        return (await db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'WITH pgrst_source%'`)).rowCount;
+      }, 20_000, 'the report to wait for the task');
       // Now wait for the holder's row: a cycle, which Postgres breaks by undoing the report.
       await db.query('select from public.agents where id = $1 for no key update', [holder.id]);
       await db.query('rollback');
       const done = await eventually(async () => {
         const t = await sender.client.getTask(task.id);
-        return t.status === 'completed' && t;
+        return t.status === 'failed' && t;
       }, 20_000, 'the outcome to be recorded');
-      expect(done.result).toMatchObject({ summary: 'done' });
+      expect(done.status_reason).toMatch(/failed on purpose/);
       const retried = lines.find((l) => String(l.msg).includes('trying again'));
       expect(retried?.err).toMatchObject({ code: '40P01' });
       expect(lines.filter((l) => String(l.msg).startsWith('could not report'))).toEqual([]);
