@@ -57,15 +57,16 @@ describe('a hand-driven holder', { timeout: 90_000 }, () => {
     const bot = await newAgent('bot');
     const sweeper = await newAgent('sweeper');
     const run = cliAs(bot.token, stack);
+    // The database holds the claim for two wake-ups (8 s) past the bot's last recorded beat, not the 5 s
+    // lease. A beat is recorded as its call commits, at most once a second, so the renewal answers from
+    // a beat before its own: at the latest the status's, which comes after `before`.
+    const before = Date.now();
     await run('status', '--every', '4s');
     const task = await sender.client.handoff({ to: bot.id, title: 'abandoned', leaseSeconds: 5 });
     await run('claim', task.id);
-    // The database holds the claim for two wake-ups (8 s) past the bot's last call, not the 5 s lease.
-    const before = Date.now();
     const [held] = parsed(await run('renew', task.id, '--json')) as Array<{ lease_expires_at: string }>;
     expect(Date.parse(held!.lease_expires_at) - before).toBeGreaterThan(7000);
-    // Its last recorded beat, in the database's time (beats are recorded at most once a second, so it may
-    // be the claim's rather than the renewal's).
+    // Its last recorded beat, in the database's time.
     const [presence] = (await sender.client.discover({ includeOffline: true })).filter((a) => a.id === bot.id);
     const lastBeat = Date.parse(presence!.last_heartbeat!);
 
