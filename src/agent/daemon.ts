@@ -379,7 +379,9 @@ export class BatonAgent {
    * or two of its wake-ups, after the last call that went through). A daemon cut off from the API
    * cannot renew, and cannot know whether the sweep has handed its tasks to another holder; so, a
    * margin before that can happen, it stops the executors it could not vouch for, and hands their
-   * claims back once the API answers (TaskRunner). Two holders never run one task at once.
+   * claims back once the API answers (TaskRunner): another holder gets the task only after the lapse.
+   * The hold is estimated here from the claim's lease and the agent's rhythm, as claim_expires_at
+   * reckons it, from this process's own clock: the database stays the judge of the claim itself.
    */
   private fence(): void {
     const silentMs = Date.now() - this.client.heardAt;

@@ -20,7 +20,9 @@ const maxEverySeconds = 7 * 86_400;
 export class Upkeep {
   peers: AgentPresence[] = [];
   /** This process, as the database knows it (begin_incarnation); a later process of the agent supersedes it. */
-  incarnation: string | undefined;
+  get incarnation(): string | undefined {
+    return this.client.incarnation;
+  }
   private beats = 0;
   private nextSweepAt = 0;
   /** Why a later process took over the agent, once one has. */
@@ -53,7 +55,6 @@ export class Upkeep {
    */
   async begin(): Promise<string | null> {
     const { incarnation, claimable_at: claimableAt, ...handedBack } = await this.client.beginIncarnation();
-    this.incarnation = incarnation;
     // From now on every request names this process: it acts only on its own claims.
     this.client.incarnation = incarnation;
     if (Object.values(handedBack).some((n) => n > 0)) {
