@@ -330,6 +330,12 @@ CREATE INDEX agents_last_heartbeat_idx ON public.agents USING btree (last_heartb
 
 CREATE INDEX recurring_handoffs_due_idx ON public.recurring_handoffs USING btree (next_run_at) WHERE enabled;
 
+CREATE INDEX recurring_handoffs_from_agent_idx ON public.recurring_handoffs USING btree (from_agent);
+
+CREATE INDEX recurring_handoffs_last_task_idx ON public.recurring_handoffs USING btree (last_task_id);
+
+CREATE INDEX recurring_handoffs_to_agent_idx ON public.recurring_handoffs USING btree (to_agent);
+
 CREATE INDEX task_artifacts_producer_idx ON public.task_artifacts USING btree (producer);
 
 CREATE INDEX task_declines_agent_idx ON public.task_declines USING btree (agent_id);
@@ -569,6 +575,43 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.answer_question(p_task_id uuid, p_answer text)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  question uuid;
+begin
+  if t.from_agent <> me then
+    raise exception 'only the sender "%" can answer questions on task %', t.from_agent, t.id
+      using errcode = 'BT003', hint = 'Send a message to the holder instead.';
+  end if;
+  perform baton_private.require_text(p_answer, 'an answer', 'Give the holder what it asked for.');
+  if t.status <> 'input_required' then
+    raise exception 'task % is %; there is no open question to answer', t.id, t.status
+      using errcode = 'BT001', hint = 'Send a message instead: baton message <agent> <text> --task <task>.';
+  end if;
+  select m.id into question from public.agent_messages m
+  where m.task_id = t.id and m.kind = 'question' and m.from_agent = t.claimed_by
+  order by m.created_at desc limit 1;
+  perform baton_private.set_note('answered');
+  -- The wait did not use up the holder's lease: it starts afresh with the work.
+  update public.task_handoffs
+  set status = 'in_progress', status_reason = null,
+      lease_expires_at = now() + coalesce(t.claim_lease, make_interval(secs => t.lease_seconds), (baton_private.settings()).default_lease)
+  where id = t.id returning * into t;
+  perform baton_private.set_note(null);
+  insert into public.agent_messages (from_agent, to_agent, task_id, reply_to_id, kind, body)
+  values (me, t.claimed_by, t.id, question, 'answer', jsonb_build_object('text', p_answer));
+  return t;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.apply_retention()
  RETURNS integer
  LANGUAGE plpgsql
@@ -631,10 +674,63 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.ask_question(p_task_id uuid, p_question text)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  perform baton_private.check_holder(t, me, t.claim_token);
+  perform baton_private.require_text(p_question, 'a question', 'Ask what you need from the sender.');
+  if t.status <> 'in_progress' then
+    raise exception 'task % is %; only a task in progress can wait for input', t.id, t.status
+      using errcode = 'BT001',
+            hint = case when t.status = 'claimed' then 'Start it first (baton start <task>).' else 'Wait for the answer to the question already asked.' end;
+  end if;
+  perform baton_private.set_note(p_question);
+  update public.task_handoffs set status = 'input_required', status_reason = p_question
+  where id = t.id returning * into t;
+  perform baton_private.set_note(null);
+  insert into public.agent_messages (from_agent, to_agent, task_id, kind, body)
+  values (me, t.from_agent, t.id, 'question', jsonb_build_object('text', p_question));
+  return t;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.attach_artifact(p_task_id uuid, p_name text, p_media_type text DEFAULT 'application/octet-stream'::text, p_content bytea DEFAULT NULL::bytea, p_uri text DEFAULT NULL::text, p_sha256 text DEFAULT NULL::text, p_size_bytes bigint DEFAULT NULL::bigint)
+ RETURNS public.task_artifacts
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  a public.task_artifacts;
+begin
+  -- Any process of the holding agent may attach; the claim token fences outcomes, not outputs.
+  perform baton_private.check_holder(t, me, t.claim_token);
+  insert into public.task_artifacts (task_id, name, media_type, content, uri, sha256, size_bytes, producer)
+  values (t.id, p_name, coalesce(p_media_type, 'application/octet-stream'), p_content, p_uri, p_sha256, p_size_bytes, me)
+  on conflict (task_id, name) do update
+    set media_type = excluded.media_type, content = excluded.content, uri = excluded.uri, sha256 = excluded.sha256,
+        size_bytes = excluded.size_bytes, producer = excluded.producer, created_at = now()
+  returning * into a;
+  return a;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.baton_relations()
  RETURNS text[]
  LANGUAGE sql
  IMMUTABLE
+ SET search_path TO ''
 AS $function$
   select array[
     -- tables
@@ -650,8 +746,58 @@ CREATE OR REPLACE FUNCTION baton_private.beat_due(last_heartbeat timestamp with 
  RETURNS boolean
  LANGUAGE sql
  STABLE PARALLEL SAFE
+ SET search_path TO ''
 AS $function$
   select last_heartbeat is null or last_heartbeat < now() - interval '1 second' or not is_active
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.begin_incarnation()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  fresh uuid := gen_random_uuid();
+  ids uuid[];
+  reasons text[];
+  handed_back jsonb;
+  claimable_at timestamptz;
+begin
+  -- The agent's row is the lock: two processes starting at once take turns, and the later one wins.
+  update public.agents
+  set incarnation = fresh, incarnation_started_at = now(), last_heartbeat = now(), is_active = true
+  where id = me;
+
+  select coalesce(array_agg(t.id), '{}'),
+         coalesce(array_agg(format('holder %s restarted at %s; the claim of its earlier process was handed back',
+           me, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))), '{}')
+  into ids, reasons
+  from (
+    select t.id from public.task_handoffs t
+    where t.claimed_by = me and t.status in ('claimed', 'in_progress')
+    order by t.id
+    for update
+  ) t;
+
+  perform realtime.send(jsonb_build_object('incarnation', fresh, 'started_at', now()), 'incarnation', 'agent:' || me, true);
+
+  handed_back := baton_private.hand_back_lost_claims(ids, reasons, 'holder restarted');
+  -- Listeners heard of the work as it went back; they hear when it may be claimed too.
+  select now() + least(coalesce(a.poll_interval, interval '5 seconds'), interval '10 seconds') + interval '1 second'
+  into claimable_at from public.agents a where a.id = me;
+  update public.task_handoffs t set not_before = claimable_at
+  where t.id = any (ids) and t.status = 'pending';
+  perform realtime.send(jsonb_build_object('tasks', jsonb_agg(jsonb_build_object('id', d.id, 'status', 'pending', 'not_before', d.not_before))),
+                        'work', d.topic, true)
+  from (select t.id, t.not_before, baton_private.work_topic(t.to_agent, t.required_capabilities) as topic
+        from public.task_handoffs t where t.id = any (ids) and t.status = 'pending') d
+  group by d.topic;
+  return jsonb_build_object('incarnation', fresh,
+                            'claimable_at', case when cardinality(ids) > 0 then claimable_at end) || handed_back;
+end
 $function$
 ;
 
@@ -678,6 +824,68 @@ AS $function$
     t.from_agent = agent or t.to_agent = agent or t.claimed_by = agent
     or (t.to_agent is null and t.required_capabilities <@ baton_private.agent_capabilities(agent)),
     false)
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.cancel_task(p_task_id uuid, p_reason text DEFAULT NULL::text)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  if t.from_agent <> me then
+    raise exception 'only the sender "%" can cancel task %', t.from_agent, t.id
+      using errcode = 'BT003', hint = 'Ask the sender, or release the task if you hold it.';
+  end if;
+  if t.status in ('completed', 'failed', 'rejected', 'cancelled') then
+    raise exception 'task % is already %; it cannot be cancelled', t.id, t.status
+      using errcode = 'BT001', hint = 'A final task cannot change.';
+  end if;
+  perform baton_private.set_note(coalesce(p_reason, 'cancelled by the sender'));
+  update public.task_handoffs set status = 'cancelled', status_reason = p_reason
+  where id = t.id returning * into t;
+  perform baton_private.set_note(null);
+  return t;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean DEFAULT false)
+ RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  process uuid := baton_private.request_incarnation();
+begin
+  if cardinality(p_task_ids) is distinct from cardinality(p_claim_tokens) then
+    raise exception 'give one claim token for each task id' using errcode = 'BT005', hint = 'Pass the two arrays in the same order.';
+  end if;
+  if p_renew then
+    perform from public.agents a where a.id = me for no key update;
+    perform from public.task_handoffs t where t.id = any (p_task_ids) and t.claimed_by = me order by t.id for update;
+    update public.task_handoffs t
+    set lease_expires_at = now() + coalesce(t.claim_lease, (baton_private.settings()).default_lease)
+    from unnest(p_task_ids, p_claim_tokens) as c(id, token)
+    where t.id = c.id and t.claim_token = c.token and t.claimed_by = me
+      and (process is null or t.claim_incarnation is not distinct from process)
+      and t.status::text in ('claimed', 'in_progress');  -- as text, so that the plan reads the primary key
+  end if;
+  return query
+    select c.id, t.status,
+           coalesce(t.claimed_by = me and t.claim_token = c.token and t.status in ('claimed', 'in_progress', 'input_required')
+                    and (process is null or t.claim_incarnation is not distinct from process), false),
+           case when t.status in ('claimed', 'in_progress') then baton_private.claim_expires_at(t, a) else t.lease_expires_at end
+    from unnest(p_task_ids, p_claim_tokens) as c(id, token)
+    left join public.task_handoffs t on t.id = c.id and baton_private.can_see_task(t, me)
+    left join public.agents a on a.id = t.claimed_by;
+end
 $function$
 ;
 
@@ -800,6 +1008,7 @@ CREATE OR REPLACE FUNCTION baton_private.check_json_shape(value jsonb, what text
  RETURNS void
  LANGUAGE plpgsql
  STABLE
+ SET search_path TO ''
 AS $function$
 declare
   settings public.baton_settings;
@@ -1005,6 +1214,99 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.claim_next_tasks(p_limit integer DEFAULT 1, p_capabilities text[] DEFAULT NULL::text[], p_lease_seconds integer DEFAULT NULL::integer, p_start boolean DEFAULT false)
+ RETURNS SETOF public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  lease interval := baton_private.lease_for(p_lease_seconds);
+  wanted integer;
+  mine text[];
+  queues text[];
+  ids uuid[];
+begin
+  if p_limit is null or p_limit not between 1 and 1000 then
+    raise exception 'a batch must claim between 1 and 1000 tasks, got %', p_limit
+      using errcode = 'BT005', hint = 'Ask for as many tasks as you have free slots.';
+  end if;
+  mine := baton_private.agent_capabilities(me);
+  -- The queues of broadcasts this agent may take: one per capability it has, and '' for those that need none.
+  queues := array(select distinct q from unnest(mine || ''::text) as q);
+  -- Look before locking anything: an empty poll writes nothing.
+  if not baton_private.claimable_exists(me, mine, queues) then
+    return;
+  end if;
+  wanted := least(p_limit, baton_private.free_capacity(me));
+  if wanted < 1 then
+    return;
+  end if;
+  ids := baton_private.lock_claimable(me, mine, queues, p_capabilities, wanted);
+  perform baton_private.mark_claimed(ids, me, lease, p_start);
+  return query
+    select * from public.task_handoffs where id = any (ids) order by priority desc, created_at;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.claim_task(p_task_id uuid, p_lease_seconds integer DEFAULT NULL::integer, p_start boolean DEFAULT false)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  lease interval := baton_private.lease_for(p_lease_seconds);
+  free integer := baton_private.free_capacity(me);
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  if t.to_agent is not null and t.to_agent <> me then
+    raise exception 'task % is addressed to "%"; only that agent can claim it', t.id, t.to_agent
+      using errcode = 'BT003', hint = 'Ask its sender to reassign it, or claim a task addressed to you.';
+  end if;
+  if t.to_agent is null and not t.required_capabilities <@ baton_private.agent_capabilities(me) then
+    raise exception 'task % needs capabilities % that agent "%" lacks', t.id,
+      array_to_string(t.required_capabilities, ', '), me
+      using errcode = 'BT003', hint = 'Only agents holding every required capability can claim a broadcast.';
+  end if;
+  if t.status in ('claimed', 'in_progress', 'input_required') then
+    raise exception 'task % is already claimed by "%"', t.id, t.claimed_by
+      using errcode = 'BT004', hint = 'Pick another task: baton tasks --pending.';
+  end if;
+  if t.status <> 'pending' then
+    raise exception 'task % is %; only pending tasks can be claimed', t.id, t.status
+      using errcode = 'BT001', hint = 'Pick another task: baton tasks --pending.';
+  end if;
+  if t.waiting_on > 0 then
+    raise exception 'task % waits for % of the tasks it depends on', t.id, t.waiting_on
+      using errcode = 'BT015', hint = format('It becomes claimable when they complete: %s.', array_to_string(t.depends_on, ', '));
+  end if;
+  if t.not_before > now() then
+    if t.attempts = 0 and t.run_at is not null then
+      raise exception 'task % is scheduled for %', t.id, t.not_before
+        using errcode = 'BT014',
+              hint = format('Claim it in %s s.', greatest(ceil(extract(epoch from t.not_before - now())), 1));
+    end if;
+    raise exception 'task % is backing off after a failure until %', t.id, t.not_before
+      using errcode = 'BT014',
+            hint = format('Claim it again in %s s.', greatest(ceil(extract(epoch from t.not_before - now())), 1));
+  end if;
+  if free < 1 then
+    raise exception 'agent "%" already holds as many tasks as its max_concurrent allows', me
+      using errcode = 'BT008', hint = 'Finish or release a task first, or raise max_concurrent.';
+  end if;
+
+  perform baton_private.mark_claimed(array[t.id], me, lease, p_start);
+  select * into t from public.task_handoffs where id = t.id;
+  return t;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.claimable_exists(me text, mine text[], queues text[])
  RETURNS boolean
  LANGUAGE plpgsql
@@ -1081,6 +1383,42 @@ begin
                       where coalesce((e ->> 'required')::boolean, true)
                         and not exists (select from public.task_artifacts x where x.task_id = t.id and x.name = e ->> 'name'))
     returning t.id;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb DEFAULT '{"status": "success"}'::jsonb)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  missing text;
+begin
+  if not exists (select from baton_private.complete_held(me, array[t.id], array[p_claim_token], array[p_result])) then
+    -- Refused by the rule: say which part of it.
+    perform baton_private.check_holder(t, me, p_claim_token);
+    if t.status <> 'in_progress' then
+      raise exception 'task % is %; only a task in progress can be completed', t.id, t.status
+        using errcode = 'BT001',
+              hint = case when t.status = 'claimed' then 'Start it first (baton start <task>).'
+                          else 'Wait for the sender''s answer before completing it.' end;
+    end if;
+    select string_agg(e ->> 'name', ', ' order by e ->> 'name') into missing
+    from jsonb_array_elements(t.expected_outputs) e
+    where coalesce((e ->> 'required')::boolean, true)
+      and not exists (select from public.task_artifacts a where a.task_id = t.id and a.name = e ->> 'name');
+    raise exception 'task % is missing required outputs: %', t.id, missing
+      using errcode = 'BT012', hint = 'Attach them first (baton complete <task> --artifact name=@file).';
+  end if;
+  select * into t from public.task_handoffs where id = t.id;
+  if t.result ? 'handoff' then
+    perform baton_private.create_follow_up(t, t.result -> 'handoff', me);
+  end if;
+  return t;
 end
 $function$
 ;
@@ -1223,7 +1561,41 @@ CREATE OR REPLACE FUNCTION baton_private.current_agent_id()
  RETURNS text
  LANGUAGE sql
  STABLE
+ SET search_path TO ''
 AS $function$ select nullif(auth.jwt() ->> 'agent_id', '') $function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.decline_task(p_task_id uuid, p_claim_token uuid, p_reason text)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  reason text := left(p_reason, 2000);
+begin
+  perform baton_private.check_holder(t, me, p_claim_token);
+  perform baton_private.require_text(p_reason, 'the reason for declining', 'Say what this agent lacks, e.g. no executor for task_type "development".');
+  if t.status not in ('claimed', 'in_progress') then
+    raise exception 'task % is %; only a claimed or running task can be declined', t.id, t.status
+      using errcode = 'BT001', hint = 'Wait for the sender''s answer, then decline it.';
+  end if;
+  perform baton_private.set_note(format('declined by %s: %s', me, reason));
+  update public.task_handoffs set status = 'pending', attempts = greatest(attempts - 1, 0), status_reason = reason
+  where id = t.id returning * into t;
+  if t.to_agent = me then
+    perform baton_private.set_note(reason);
+    update public.task_handoffs set status = 'rejected' where id = t.id returning * into t;
+  else
+    insert into public.task_declines (task_id, agent_id, reason) values (t.id, me, reason)
+    on conflict (task_id, agent_id) do update set reason = excluded.reason, declined_at = now();
+  end if;
+  perform baton_private.set_note(null);
+  return t;
+end
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.dependents_of(ids uuid[])
@@ -1246,9 +1618,87 @@ CREATE OR REPLACE FUNCTION baton_private.event_actor()
  RETURNS text
  LANGUAGE sql
  STABLE
+ SET search_path TO ''
 AS $function$
   select coalesce(nullif(pg_catalog.current_setting('baton.actor', true), ''), baton_private.current_agent_id(),
                   nullif(auth.role(), ''), session_user)
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.fail_task(p_task_id uuid, p_claim_token uuid, p_error text, p_retry boolean DEFAULT false, p_problems jsonb DEFAULT NULL::jsonb)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  perform baton_private.check_holder(t, me, p_claim_token);
+  perform baton_private.require_text(p_error, 'the reason for a failure', 'Say what went wrong, in one line.');
+  if t.status <> 'in_progress' then
+    raise exception 'task % is %; only a task in progress can fail', t.id, t.status
+      using errcode = 'BT001', hint = 'Release a claimed task instead (baton release <task>).';
+  end if;
+  if p_retry and t.attempts < t.max_attempts then
+    perform baton_private.set_note(format('retry after attempt %s of %s: %s', t.attempts, t.max_attempts, p_error));
+    update public.task_handoffs
+    set status = 'pending', status_reason = p_error, problems = p_problems, not_before = now() + baton_private.retry_delay(t.attempts)
+    where id = t.id returning * into t;
+  else
+    perform baton_private.set_note(case when p_retry then format('out of attempts (%s of %s): %s', t.attempts, t.max_attempts, p_error) else p_error end);
+    update public.task_handoffs set status = 'failed', status_reason = p_error, problems = p_problems
+    where id = t.id returning * into t;
+  end if;
+  perform baton_private.set_note(null);
+  return t;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb DEFAULT '{}'::jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  mode text := coalesce(p_join ->> 'mode', 'all');
+  item jsonb;
+  made public.task_handoffs;
+  ids uuid[] := '{}';
+  joined public.task_handoffs;
+begin
+  if jsonb_typeof(p_tasks) <> 'array' or jsonb_array_length(p_tasks) not between 1 and 100 then
+    raise exception 'a fan-out needs 1 to 100 tasks' using errcode = 'BT005',
+      hint = 'Send [{"title": "…", "to_agent": "…"} or {"title": "…", "required_capabilities": ["…"]}, …].';
+  end if;
+  if mode not in ('first', 'all', 'judge') then
+    raise exception 'the join must be first, all or judge, not %', mode using errcode = 'BT005',
+      hint = 'first: the first success wins; all: every result, concatenated; judge: an agent with the judging capability picks.';
+  end if;
+  for item in select value from jsonb_array_elements(p_tasks) loop
+    made := baton_private.handoff_item(item || jsonb_build_object('parent_task_id', p_parent_task_id));
+    ids := ids || made.id;
+  end loop;
+  joined := public.handoff_task(
+    p_title => coalesce(p_join ->> 'title', format('Join (%s) of %s tasks', mode, cardinality(ids))),
+    p_to_agent => case when mode = 'judge' then p_join ->> 'to_agent' else coalesce(p_join ->> 'to_agent', me) end,
+    p_description => p_join ->> 'description',
+    p_payload => coalesce(p_join -> 'payload', '{}') || jsonb_build_object(
+      'task_type', case when mode = 'judge' then coalesce(p_join -> 'payload' ->> 'task_type', 'judge') else 'baton.join' end,
+      'join', mode),
+    p_required_capabilities => case when mode = 'judge' and p_join ->> 'to_agent' is null
+                                    then array[coalesce(p_join ->> 'capability', 'judge')] else '{}' end,
+    p_parent_task_id => p_parent_task_id,
+    p_expected_outputs => coalesce(p_join -> 'expected_outputs', '[]'),
+    p_depends_on => ids,
+    p_dependency_mode => case when mode = 'first' then 'any' else 'all' end,
+    p_on_dependency_failure => coalesce(p_join ->> 'on_failure', 'cancel'));
+  return jsonb_build_object('tasks', to_jsonb(ids), 'join', joined.id);
+end
 $function$
 ;
 
@@ -1341,6 +1791,174 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.handoff_task(p_title text, p_to_agent text DEFAULT NULL::text, p_description text DEFAULT NULL::text, p_priority public.task_priority DEFAULT 'medium'::public.task_priority, p_payload jsonb DEFAULT '{}'::jsonb, p_required_capabilities text[] DEFAULT '{}'::text[], p_deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 3, p_parent_task_id uuid DEFAULT NULL::uuid, p_idempotency_key text DEFAULT NULL::text, p_allow_offline boolean DEFAULT true, p_lease_seconds integer DEFAULT NULL::integer, p_expected_outputs jsonb DEFAULT '[]'::jsonb, p_input_artifacts jsonb DEFAULT '[]'::jsonb, p_depends_on uuid[] DEFAULT '{}'::uuid[], p_dependency_mode text DEFAULT 'all'::text, p_on_dependency_failure text DEFAULT 'cancel'::text, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs;
+  parent public.task_handoffs;
+  target public.agents;
+begin
+  if p_to_agent is not null then
+    select * into target from public.agents a where a.id = p_to_agent;
+    if not found then
+      raise exception 'no agent named "%"', p_to_agent
+        using errcode = 'BT002', hint = 'See who is registered: baton discover --all.';
+    end if;
+    if not coalesce(p_allow_offline, true) and not baton_private.is_online(target) then
+      raise exception 'agent "%" is offline (last heartbeat: %)', p_to_agent, coalesce(target.last_heartbeat::text, 'never')
+        using errcode = 'BT011',
+              hint = 'Queue it anyway with allow-offline (baton handoff --allow-offline), or pick an online agent: baton discover.';
+    end if;
+  end if;
+  if p_parent_task_id is not null then
+    parent := baton_private.visible_task(p_parent_task_id, me);
+    if parent.claimed_by is distinct from me and parent.from_agent <> me then
+      raise exception 'only the holder or the sender of task % can hand off work within it', p_parent_task_id
+        using errcode = 'BT003', hint = 'Hand it off without a parent, or claim the parent first.';
+    end if;
+  end if;
+  if coalesce(p_dependency_mode, 'all') not in ('all', 'any') or coalesce(p_on_dependency_failure, 'cancel') not in ('cancel', 'run') then
+    raise exception 'dependency mode must be all or any, and on failure cancel or run (got % and %)', p_dependency_mode, p_on_dependency_failure
+      using errcode = 'BT005', hint = 'all waits for every dependency, any for the first; cancel or run decides what a failed one does.';
+  end if;
+  perform baton_private.check_inputs(coalesce(p_input_artifacts, '[]'), me);
+  if p_idempotency_key is not null then
+    select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
+    if found then
+      return t;
+    end if;
+  end if;
+
+  insert into public.task_handoffs (
+    from_agent, to_agent, title, description, priority, payload, required_capabilities,
+    deadline, max_attempts, parent_task_id, idempotency_key, lease_seconds, expected_outputs, input_artifacts,
+    depends_on, dependency_mode, on_dependency_failure, run_at
+  ) values (
+    me, p_to_agent, p_title, p_description, coalesce(p_priority, 'medium'), coalesce(p_payload, '{}'),
+    coalesce(p_required_capabilities, '{}'), p_deadline, coalesce(p_max_attempts, 3), p_parent_task_id,
+    p_idempotency_key, p_lease_seconds, coalesce(p_expected_outputs, '[]'), coalesce(p_input_artifacts, '[]'),
+    coalesce(p_depends_on, '{}'), coalesce(p_dependency_mode, 'all'), coalesce(p_on_dependency_failure, 'cancel'), p_run_at
+  )
+  on conflict (from_agent, idempotency_key) where idempotency_key is not null do nothing
+  returning * into t;
+
+  if t.id is null then
+    -- A concurrent hand-off with the same key won; return its task.
+    select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
+  end if;
+  return t;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.handoff_tasks(p_tasks jsonb)
+ RETURNS TABLE(index integer, task_id uuid, code text, message text, hint text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  settings public.baton_settings := baton_private.settings();
+  used record;
+  item jsonb;
+  i integer;
+  made public.task_handoffs;
+  count_made integer := 0;
+  allowance integer;
+  err_hint text;
+  quick jsonb := '{}';
+  -- The answers for the rest, one object each (appending to an array variable costs no copy).
+  answers jsonb[] := '{}';
+begin
+  if jsonb_typeof(p_tasks) <> 'array' or jsonb_array_length(p_tasks) > 1000 then
+    raise exception 'tasks must be an array of at most 1000 items' using errcode = 'BT005',
+      hint = 'Send [{"title": "…", "to_agent": "coder", "payload": {}}, …].';
+  end if;
+  -- What the sender used, read without a lock: its concurrent requests do not wait for each other.
+  select * into used from baton_private.add_usage(me, 0, 0, 0);
+  if used.open_tasks + jsonb_array_length(p_tasks) > settings.open_tasks_per_sender then
+    used.open_tasks := baton_private.recount_open_tasks(me, 0);
+  end if;
+  allowance := least(settings.handoffs_per_minute - used.handoffs, settings.open_tasks_per_sender - used.open_tasks);
+  perform set_config('baton.batch', 'on', true);
+  -- Plain tasks, when the quota has room for all: one INSERT for them all.
+  if jsonb_array_length(p_tasks) <= allowance then
+    begin
+      with asked as materialized (
+        select gen_random_uuid() as id, (a.n - 1)::integer as n, a.item
+        from jsonb_array_elements(p_tasks) with ordinality as a (item, n)
+        where jsonb_typeof(a.item) = 'object'
+          and coalesce(a.item ->> 'parent_task_id', a.item ->> 'idempotency_key', a.item ->> 'run_at') is null
+          and coalesce(a.item -> 'input_artifacts', '[]') = '[]'
+          and coalesce(a.item -> 'depends_on', '[]') = '[]'
+          and coalesce(a.item ->> 'allow_offline', 'true') = 'true'
+          and (a.item ->> 'to_agent' is null or exists (select from public.agents g where g.id = a.item ->> 'to_agent'))
+      ), inserted as (
+        insert into public.task_handoffs (
+          id, from_agent, to_agent, title, description, priority, payload, required_capabilities,
+          deadline, max_attempts, lease_seconds, expected_outputs)
+        select q.id, me, q.item ->> 'to_agent', q.item ->> 'title', q.item ->> 'description',
+               coalesce(q.item ->> 'priority', 'medium')::public.task_priority, coalesce(q.item -> 'payload', '{}'),
+               coalesce(array(select jsonb_array_elements_text(q.item -> 'required_capabilities')), '{}'),
+               (q.item ->> 'deadline')::timestamptz, coalesce((q.item ->> 'max_attempts')::integer, 3),
+               (q.item ->> 'lease_seconds')::integer, coalesce(q.item -> 'expected_outputs', '[]')
+        from asked q
+        order by q.n
+        returning id
+      )
+      -- One INSERT stores every row or raises: each asked row is stored under the id it was given.
+      -- (Not a join with what it returns: over two CTEs the planner picks a nested loop, 1,000 × 1,000.)
+      select coalesce(jsonb_object_agg(q.n::text, q.id), '{}') into quick
+      from asked q
+      where (select count(*) from inserted) = (select count(*) from asked);
+    exception when others then
+      quick := '{}';
+    end;
+  end if;
+  -- The rest one by one, each refused on its own. (When the plain ones went in together, the quota
+  -- had room for every item, so their order against the rest does not matter.)
+  count_made := (select count(*) from jsonb_object_keys(quick));
+  for item, i in
+    select a.item, (a.n - 1)::integer from jsonb_array_elements(p_tasks) with ordinality as a (item, n)
+    where not quick ? (a.n - 1)::text
+    order by a.n
+  loop
+    if count_made >= allowance then
+      answers := answers || jsonb_build_object('index', i, 'code', 'BT013',
+        'message', format('agent "%s" reached its quota of hand-offs per minute or of open tasks', me),
+        'hint', format('Try again in %s s; an operator can raise baton_settings.handoffs_per_minute or open_tasks_per_sender.',
+                       greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1)));
+    else
+      begin
+        made := baton_private.handoff_item(item);
+        if made.created_at = now() then
+          count_made := count_made + 1;
+        end if;
+        answers := answers || jsonb_build_object('index', i, 'task_id', made.id);
+      exception when others then
+        get stacked diagnostics err_hint = pg_exception_hint;
+        answers := answers || jsonb_build_object('index', i, 'code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
+      end;
+    end if;
+  end loop;
+  perform set_config('baton.batch', '', true);
+  perform baton_private.add_usage(me, count_made, 0, 0);
+  return query
+    select q.key::integer, (q.value #>> '{}')::uuid, null::text, null::text, null::text from jsonb_each(quick) q
+    union all
+    select a.index, a.task_id, a.code, a.message, a.hint
+    from unnest(answers) as x, jsonb_to_record(x) as a (index integer, task_id uuid, code text, message text, hint text)
+    order by 1;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.is_artifact_name(value text)
  RETURNS boolean
  LANGUAGE sql
@@ -1366,7 +1984,27 @@ CREATE OR REPLACE FUNCTION baton_private.is_slug(value text)
  RETURNS boolean
  LANGUAGE sql
  IMMUTABLE
+ SET search_path TO ''
 AS $function$ select value operator(pg_catalog.~) '^[a-z0-9][a-z0-9._:-]{0,62}$' $function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.issue_agent_token(p_agent_id text, p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  token uuid;
+begin
+  if not exists (select from public.agents a where a.id = p_agent_id) then
+    raise exception 'no agent named "%"', p_agent_id
+      using errcode = 'BT002', hint = 'Register it first: baton agent create <id>.';
+  end if;
+  insert into public.agent_tokens (agent_id, expires_at) values (p_agent_id, p_expires_at) returning id into token;
+  return token;
+end
+$function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.lapse_reason(t public.task_handoffs, holder public.agents)
@@ -1531,6 +2169,33 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.my_tasks(p_statuses public.task_status[] DEFAULT '{pending,claimed,in_progress,input_required}'::public.task_status[], p_limit integer DEFAULT 50)
+ RETURNS SETOF public.task_handoffs
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+begin
+  if p_limit is null or p_limit not between 1 and 1000 then
+    raise exception 'a listing holds between 1 and 1000 tasks, got %', p_limit
+      using errcode = 'BT005', hint = 'Ask for fewer, and page by status or age if you need more.';
+  end if;
+  if p_statuses is not null and p_statuses <@ '{pending,claimed,in_progress,input_required}'::public.task_status[] then
+    return query select * from baton_private.open_tasks_of(me, p_statuses, p_limit);
+  else
+    -- Finished tasks too: a listing of the agent's history, as a REST query of task_handoffs gives it.
+    return query
+      select t.* from public.task_handoffs t
+      where (t.to_agent = me or t.claimed_by = me) and (p_statuses is null or t.status = any (p_statuses))
+      order by t.priority desc, t.created_at
+      limit p_limit;
+  end if;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.open_tasks_of(me text, statuses public.task_status[], wanted integer)
  RETURNS SETOF public.task_handoffs
  LANGUAGE plpgsql
@@ -1578,6 +2243,47 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason text DEFAULT NULL::text)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  note text;
+begin
+  if t.from_agent <> me then
+    raise exception 'only the sender "%" can reassign task %', t.from_agent, t.id
+      using errcode = 'BT003', hint = 'Release it if you hold it (baton release <task>).';
+  end if;
+  if not exists (select from public.agents a where a.id = p_to_agent) then
+    raise exception 'no agent named "%"', p_to_agent using errcode = 'BT002', hint = 'See who is registered: baton discover --all.';
+  end if;
+  if t.status not in ('pending', 'claimed', 'in_progress') then
+    raise exception 'task % is %; only a pending, claimed or running task can be reassigned', t.id, t.status
+      using errcode = 'BT001',
+            hint = case when t.status = 'input_required' then 'Answer or cancel it first.' else 'A final task cannot change; hand off a new one.' end;
+  end if;
+  note := format('reassigned from %s to %s%s', coalesce(t.to_agent, 'everyone'), p_to_agent,
+                 case when p_reason is null then '' else ': ' || p_reason end);
+  if t.status = 'pending' then
+    update public.task_handoffs set to_agent = p_to_agent where id = t.id returning * into t;
+    insert into public.task_events (task_id, actor, from_status, to_status, note)
+    values (t.id, me, 'pending', 'pending', note);
+  else
+    -- Taken from its holder without counting the attempt against the task.
+    perform baton_private.set_note(note);
+    update public.task_handoffs set status = 'pending', to_agent = p_to_agent, attempts = greatest(attempts - 1, 0)
+    where id = t.id returning * into t;
+    perform baton_private.set_note(null);
+  end if;
+  return t;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.record_beat(agent text)
  RETURNS void
  LANGUAGE plpgsql
@@ -1604,6 +2310,57 @@ begin
   update public.agent_usage u set open_tasks = case when u.slot = baton_private.usage_slot() then really else 0 end
   where u.agent_id = agent;
   return really;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.register_agent(p_id text, p_display_name text DEFAULT NULL::text, p_capabilities text[] DEFAULT '{}'::text[], p_skills_offered jsonb DEFAULT '[]'::jsonb, p_max_concurrent integer DEFAULT 4, p_token_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS TABLE(agent_id text, token_id uuid)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if exists (select from public.agents a where a.id = p_id) then
+    raise exception 'agent "%" already exists', p_id
+      using errcode = 'BT010', hint = 'Pick another id, or issue a new token for it: baton agent token <id>.';
+  end if;
+  insert into public.agents (id, display_name, capabilities, skills_offered, max_concurrent)
+  values (p_id, p_display_name, coalesce(p_capabilities, '{}'), coalesce(p_skills_offered, '[]'),
+          coalesce(p_max_concurrent, 4));
+  return query
+    insert into public.agent_tokens as t (agent_id, expires_at) values (p_id, p_token_expires_at)
+    returning t.agent_id, t.id;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.reject_task(p_task_id uuid, p_reason text)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  if t.to_agent is distinct from me then
+    raise exception 'only the addressee can reject task %', t.id
+      using errcode = 'BT003',
+            hint = case when t.to_agent is null then 'A broadcast is not rejected by one agent; leave it for another.'
+                        else format('It is addressed to "%s".', t.to_agent) end;
+  end if;
+  perform baton_private.require_text(p_reason, 'the reason for a rejection', 'Tell the sender why, in one line.');
+  if t.status <> 'pending' then
+    raise exception 'task % is %; only pending tasks can be rejected', t.id, t.status
+      using errcode = 'BT001', hint = 'Release or fail a task you already claimed.';
+  end if;
+  perform baton_private.set_note(p_reason);
+  update public.task_handoffs set status = 'rejected', status_reason = p_reason
+  where id = t.id returning * into t;
+  perform baton_private.set_note(null);
+  return t;
 end
 $function$
 ;
@@ -1655,6 +2412,31 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.release_task(p_task_id uuid, p_claim_token uuid, p_reason text DEFAULT NULL::text)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  perform baton_private.check_holder(t, me, p_claim_token);
+  if t.status not in ('claimed', 'in_progress') then
+    raise exception 'task % is %; only a claimed or running task can be released', t.id, t.status
+      using errcode = 'BT001', hint = 'Wait for the sender''s answer, then release it.';
+  end if;
+  perform baton_private.set_note(coalesce(p_reason, 'released by the holder'));
+  -- Handing a task back is not a failed attempt.
+  update public.task_handoffs set status = 'pending', attempts = greatest(attempts - 1, 0)
+  where id = t.id returning * into t;
+  perform baton_private.set_note(null);
+  return t;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.release_waiting(d public.task_handoffs)
  RETURNS void
  LANGUAGE plpgsql
@@ -1664,6 +2446,149 @@ AS $function$
 begin
   update public.task_handoffs set waiting_on = 0, not_before = case when run_at > now() then run_at end
   where id = d.id;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.report_and_claim(p_outcomes jsonb, p_claim integer DEFAULT 0, p_capabilities text[] DEFAULT NULL::text[], p_lease_seconds integer DEFAULT NULL::integer)
+ RETURNS json
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  outcomes json;
+  claimed json := '[]';
+  refused json;
+  err_hint text;
+begin
+  select coalesce(json_agg(o), '[]') into outcomes from public.report_outcomes(p_outcomes) o;
+  if coalesce(p_claim, 0) > 0 then
+    -- A claim refused (capacity, a quota) never takes the outcomes with it.
+    begin
+      select coalesce(json_agg(t), '[]') into claimed
+      from public.claim_next_tasks(p_limit => p_claim, p_capabilities => p_capabilities, p_lease_seconds => p_lease_seconds, p_start => true) t;
+    exception when others then
+      get stacked diagnostics err_hint = pg_exception_hint;
+      refused := json_build_object('code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
+    end;
+  end if;
+  return json_build_object('outcomes', outcomes, 'claimed', claimed, 'claim_error', refused);
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.report_outcomes(p_outcomes jsonb)
+ RETURNS TABLE(task_id uuid, status public.task_status, code text, message text, hint text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  outcome jsonb;
+  n bigint;
+  done public.task_handoffs;
+  err_hint text;
+  plain text[] := '{}';
+  -- The answers for the outcomes not completed together, one object each, with their position.
+  answers jsonb[] := '{}';
+  -- The plain completions, in step: the id, claim token, result and task id as the caller wrote it.
+  ids uuid[];
+  tokens uuid[];
+  results jsonb[];
+  raw_ids text[];
+begin
+  if jsonb_typeof(p_outcomes) <> 'array' or jsonb_array_length(p_outcomes) > 1000 then
+    raise exception 'outcomes must be an array of at most 1000 items' using errcode = 'BT005',
+      hint = 'Send [{"task_id": "…", "claim_token": "…", "result": {"status": "success"}}, …].';
+  end if;
+  perform set_config('baton.batch', 'on', true);
+  -- Plain completions of tasks the caller holds, each named once: one UPDATE for them all.
+  begin
+    with asked as (
+      select o ->> 'task_id' as raw_id, o ->> 'claim_token' as raw_token, coalesce(o -> 'result', '{"status": "success"}') as result
+      from jsonb_array_elements(p_outcomes) o
+      where jsonb_typeof(o) = 'object' and not o ? 'error'
+    ), counted as (
+      select a.*, count(*) over (partition by a.raw_id) as times from asked a
+    )
+    select array_agg(a.raw_id::uuid), array_agg(a.raw_token::uuid), array_agg(a.result), array_agg(a.raw_id)
+    into ids, tokens, results, raw_ids
+    from counted a
+    where a.raw_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+      and a.raw_token ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+      and jsonb_typeof(a.result) = 'object' and not a.result ? 'handoff'
+      -- A task named twice is answered one by one (the second is refused), not in the batch.
+      and a.times = 1;
+    select coalesce(array_agg(raw_ids[array_position(ids, c.id)]), '{}') into plain
+    from baton_private.complete_held(me, ids, tokens, results) as c (id);
+  exception when others then
+    plain := '{}';
+  end;
+  -- The others one by one, through complete_task and fail_task, each refused on its own.
+  for outcome, n in
+    select a.o, a.n from jsonb_array_elements(p_outcomes) with ordinality as a (o, n)
+    where a.o ? 'error' or not coalesce(a.o ->> 'task_id' = any (plain), false)
+    order by a.n
+  loop
+    begin
+      if outcome ? 'error' then
+        done := public.fail_task((outcome ->> 'task_id')::uuid, (outcome ->> 'claim_token')::uuid, outcome ->> 'error',
+                                 coalesce((outcome ->> 'retry')::boolean, false), outcome -> 'problems');
+      else
+        done := public.complete_task((outcome ->> 'task_id')::uuid, (outcome ->> 'claim_token')::uuid,
+                                     coalesce(outcome -> 'result', '{"status": "success"}'));
+      end if;
+      answers := answers || jsonb_build_object('n', n, 'task_id', done.id, 'status', done.status);
+    exception when others then
+      get stacked diagnostics err_hint = pg_exception_hint;
+      answers := answers || jsonb_build_object('n', n,
+        'task_id', case when outcome ->> 'task_id' ~ '^[0-9a-f-]{36}$' then outcome ->> 'task_id' end,
+        'code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
+    end;
+  end loop;
+  perform set_config('baton.batch', '', true);
+  return query
+    select r.task_id, r.status, r.code, r.message, r.hint from (
+      select a.n, (a.o ->> 'task_id')::uuid as task_id, 'completed'::public.task_status as status,
+             null::text as code, null::text as message, null::text as hint
+      from jsonb_array_elements(p_outcomes) with ordinality as a (o, n)
+      where not a.o ? 'error' and a.o ->> 'task_id' = any (plain)
+      union all
+      select s.n, s.task_id, s.status, s.code, s.message, s.hint
+      from unnest(answers) as x,
+           jsonb_to_record(x) as s (n bigint, task_id uuid, status public.task_status, code text, message text, hint text)
+    ) r
+    order by r.n;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.report_progress(p_task_id uuid, p_message text, p_percent integer DEFAULT NULL::integer)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  -- Progress needs the holder, not the claim token: any process of the holding agent may report.
+  perform baton_private.check_holder(t, me, t.claim_token);
+  perform baton_private.require_text(p_message, 'a progress report', 'Say in one line what is done or happening.');
+  if t.status not in ('claimed', 'in_progress') then
+    raise exception 'task % is %; progress is reported on a claimed or running task', t.id, t.status
+      using errcode = 'BT001', hint = 'Wait for the sender''s answer first.';
+  end if;
+  update public.task_handoffs
+  set progress_message = p_message, progress_percent = p_percent, progress_at = now()
+  where id = t.id returning * into t;
+  insert into public.agent_messages (from_agent, to_agent, task_id, kind, body)
+  values (me, t.from_agent, t.id, 'progress',
+          jsonb_strip_nulls(jsonb_build_object('text', p_message, 'percent', p_percent)));
+  return t;
 end
 $function$
 ;
@@ -1760,6 +2685,82 @@ AS $function$
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.retry_task(p_task_id uuid)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.current_agent_id();
+  old public.task_handoffs;
+  parent public.task_handoffs;
+  already uuid;
+  t public.task_handoffs;
+begin
+  if me is null and coalesce(auth.jwt() ->> 'role', '') <> 'service_role' then
+    perform baton_private.require_agent();
+  end if;
+  select * into old from public.task_handoffs where id = p_task_id for update;
+  if not found or (me is not null and not baton_private.can_see_task(old, me)) then
+    raise exception 'no task % to retry', p_task_id using errcode = 'BT002', hint = 'baton tasks --failed lists the failed tasks you sent.';
+  end if;
+  if me is not null and old.from_agent <> me then
+    raise exception 'only the sender of task % (or an operator) can retry it', p_task_id
+      using errcode = 'BT003', hint = format('Ask "%s" to retry it.', old.from_agent);
+  end if;
+  if me is not null and old.parent_task_id is not null then
+    select * into parent from public.task_handoffs p where p.id = old.parent_task_id;
+    if parent.claimed_by is distinct from me and parent.from_agent <> me then
+      raise exception 'only the holder or the sender of task % can hand off work within it, and a retry of task % would', old.parent_task_id, p_task_id
+        using errcode = 'BT003', hint = 'Hand off the work again without a parent, or ask the parent''s holder to retry it.';
+    end if;
+  end if;
+  if old.status <> 'failed' then
+    raise exception 'task % is %; only failed tasks are retried', p_task_id, old.status
+      using errcode = 'BT001', hint = 'A task still open retries by itself while attempts remain (baton fail --retry); hand off a new one otherwise.';
+  end if;
+  select r.id into already from public.task_handoffs r
+  where r.retry_of = old.id and r.status in ('pending', 'claimed', 'in_progress', 'input_required') limit 1;
+  if already is not null then
+    raise exception 'task % is already being retried as %', p_task_id, already
+      using errcode = 'BT010', hint = 'Wait for that attempt; retry it in turn if it fails.';
+  end if;
+  insert into public.task_handoffs (
+    from_agent, to_agent, title, description, priority, payload, required_capabilities, deadline, max_attempts,
+    parent_task_id, lease_seconds, expected_outputs, input_artifacts, retry_of)
+  values (
+    old.from_agent, old.to_agent, old.title, old.description, old.priority, old.payload, old.required_capabilities,
+    case when old.deadline > now() then old.deadline end, old.max_attempts,
+    old.parent_task_id, old.lease_seconds, old.expected_outputs, old.input_artifacts, old.id)
+  returning * into t;
+  return t;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.revoke_agent_tokens(p_agent_id text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  revoked integer;
+begin
+  if not exists (select from public.agents a where a.id = p_agent_id) then
+    raise exception 'no agent named "%"', p_agent_id
+      using errcode = 'BT002', hint = 'List agents with: baton agent list.';
+  end if;
+  update public.agent_tokens set revoked_at = now()
+  where agent_id = p_agent_id and revoked_at is null;
+  get diagnostics revoked = row_count;
+  update public.agents set is_active = false where id = p_agent_id;
+  return revoked;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.run_recurring()
  RETURNS integer
  LANGUAGE plpgsql
@@ -1823,6 +2824,33 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.send_heartbeat(p_status_message text DEFAULT NULL::text, p_active boolean DEFAULT true, p_poll_interval interval DEFAULT NULL::interval, p_incarnation uuid DEFAULT NULL::uuid)
+ RETURNS public.agents
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  row public.agents;
+begin
+  update public.agents a
+  set last_heartbeat = now(),
+      is_active = coalesce(p_active, true),
+      status_message = coalesce(p_status_message, a.status_message),
+      poll_interval = coalesce(p_poll_interval, a.poll_interval)
+  where a.id = me and (p_incarnation is null or a.incarnation is not distinct from p_incarnation)
+  returning a.* into row;
+  if row.id is null then
+    select a.* into row from public.agents a where a.id = me;
+    raise exception 'agent % is run by a newer process now (since %); this process was superseded', me, row.incarnation_started_at
+      using errcode = 'BT016', hint = 'Stop this process: a process started later as the same agent took over its claims. Run one daemon per agent.';
+  end if;
+  return row;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.set_note(note text)
  RETURNS void
  LANGUAGE sql
@@ -1834,12 +2862,188 @@ CREATE OR REPLACE FUNCTION baton_private.settings()
  RETURNS public.baton_settings
  LANGUAGE plpgsql
  STABLE
+ SET search_path TO ''
 AS $function$
 declare
   s public.baton_settings;
 begin
   select * into s from public.baton_settings where id;
   return s;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.start_task(p_task_id uuid, p_claim_token uuid)
+ RETURNS public.task_handoffs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+begin
+  perform baton_private.check_holder(t, me, p_claim_token);
+  if t.status <> 'claimed' then
+    raise exception 'task % is %; only a claimed task can be started', t.id, t.status
+      using errcode = 'BT001', hint = 'It is already under way.';
+  end if;
+  update public.task_handoffs set status = 'in_progress' where id = t.id returning * into t;
+  return t;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.sweep_tasks()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  lost jsonb;
+  overdue integer;
+  recurring integer;
+  removed integer;
+  scheduled boolean := false;
+begin
+  if to_regclass('cron.job') is not null then
+    execute 'select exists (select 1 from cron.job where jobname = ''baton-sweep'' and active)' into scheduled;
+  end if;
+  if not pg_try_advisory_xact_lock(hashtext('baton.sweep_tasks')) then
+    return jsonb_build_object('requeued_unstarted', 0, 'requeued_expired', 0, 'dead_lettered', 0, 'deadline_cancelled', 0,
+                              'recurring_created', 0, 'retention_deleted', 0, 'scheduled', scheduled);
+  end if;
+  perform set_config('baton.actor', 'sweep', true);
+
+  with due as (
+    select l.id, l.reason from baton_private.lapsed_claims('claimed') l
+    union all
+    select l.id, l.reason from baton_private.lapsed_claims('in_progress') l
+  )
+  select baton_private.hand_back_lost_claims(coalesce(array_agg(due.id), '{}'), coalesce(array_agg(due.reason), '{}'), 'claim lapsed')
+  into lost from due;
+
+  perform baton_private.set_note('deadline passed');
+  with due as (select o.id from baton_private.overdue_tasks() o)
+  update public.task_handoffs t set status = 'cancelled', status_reason = 'deadline passed'
+  from due where t.id = due.id;
+  get diagnostics overdue = row_count;
+
+  perform baton_private.set_note('made by its schedule');
+  recurring := baton_private.run_recurring();
+  perform baton_private.set_note(null);
+  removed := baton_private.apply_retention();
+
+  perform set_config('baton.actor', '', true);
+  return lost || jsonb_build_object('deadline_cancelled', overdue, 'recurring_created', recurring,
+    'retention_deleted', removed, 'scheduled', scheduled);
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.task_ancestors(p_task_id uuid)
+ RETURNS SETOF public.task_handoffs
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
+  worker boolean := baton_private.works_on(t, me);
+begin
+  return query
+    select p.* from baton_private.ancestor_ids(t.id) c join public.task_handoffs p on p.id = c.id
+    where worker or baton_private.can_see_task(p, me)
+    order by c.distance;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.task_chain(p_task_id uuid)
+ RETURNS SETOF public.task_lineage
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
+  context uuid[];
+begin
+  with recursive below (id) as (
+    select t.id
+    union
+    select c.id from below b cross join lateral (
+      select x.id from public.task_handoffs x where x.parent_task_id = b.id
+      union all
+      select x.id from public.task_handoffs x where x.depends_on <> '{}' and x.depends_on @> array[b.id]
+    ) c
+  )
+  select array(select id from below) into context;
+  if baton_private.works_on(t, me) then
+    with recursive above (id) as (
+      select t.id
+      union
+      select u.id from above a cross join lateral (
+        select p.parent_task_id as id from public.task_handoffs p where p.id = a.id and p.parent_task_id is not null
+        union all
+        select unnest(p.depends_on) from public.task_handoffs p where p.id = a.id
+      ) u
+    )
+    select context || array(select id from above) into context;
+  end if;
+  return query
+    select l.* from public.task_lineage l join public.task_handoffs s on s.id = l.id
+    where s.id = any (context) or (l.root_task_id = t.root_task_id and baton_private.can_see_task(s, me))
+    order by l.depth, l.created_at;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.task_dependencies(p_task_id uuid)
+ RETURNS SETOF public.task_handoffs
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
+  d public.task_handoffs;
+begin
+  for d in select * from public.task_handoffs x where x.id = any (t.depends_on) order by array_position(t.depends_on, x.id) loop
+    if d.claimed_by is distinct from me then
+      d.claim_token := null;
+    end if;
+    return next d;
+  end loop;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.task_inputs(p_task_id uuid)
+ RETURNS SETOF public.task_artifacts
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
+  worker boolean := baton_private.works_on(t, me);
+begin
+  return query
+    select a.* from public.task_artifacts a join public.task_handoffs s on s.id = a.task_id
+    where (a.task_id in (select c.id from baton_private.ancestor_ids(t.id) c)
+           or a.task_id = any (t.depends_on)
+           or exists (
+             select from jsonb_array_elements(t.input_artifacts) i
+             where (i ->> 'task_id')::uuid = a.task_id and i ->> 'name' = a.name
+           ))
+      and (worker or a.task_id = any (t.depends_on) or baton_private.can_see_task(s, me))
+    order by a.created_at;
 end
 $function$
 ;
@@ -2377,6 +3581,7 @@ $function$
 CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__transition()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET search_path TO ''
 AS $function$
 declare
   allowed text;
@@ -2599,6 +3804,7 @@ CREATE OR REPLACE FUNCTION baton_private.transition_allowed(from_status public.t
  RETURNS boolean
  LANGUAGE sql
  STABLE PARALLEL SAFE
+ SET search_path TO ''
 AS $function$ select coalesce(case from_status when 'pending' then to_status in ('claimed'::public.task_status, 'in_progress'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status) when 'claimed' then to_status in ('pending'::public.task_status, 'in_progress'::public.task_status, 'cancelled'::public.task_status) when 'in_progress' then to_status in ('pending'::public.task_status, 'input_required'::public.task_status, 'completed'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status) when 'input_required' then to_status in ('in_progress'::public.task_status, 'cancelled'::public.task_status) else false end, false) $function$
 ;
 
@@ -2606,6 +3812,7 @@ CREATE OR REPLACE FUNCTION baton_private.usage_slot()
  RETURNS smallint
  LANGUAGE sql
  STABLE
+ SET search_path TO ''
 AS $function$ select (pg_catalog.pg_backend_pid() % 64)::smallint $function$
 ;
 
@@ -2647,6 +3854,7 @@ CREATE OR REPLACE FUNCTION baton_private.work_topic(to_agent text, required_capa
  RETURNS text
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
+ SET search_path TO ''
 AS $function$
   select case when to_agent is not null then 'agent:' || to_agent
               when cardinality(required_capabilities) = 0 then 'tasks:open'
@@ -2671,1192 +3879,230 @@ $function$
 CREATE OR REPLACE FUNCTION public.answer_question(p_task_id uuid, p_answer text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-  question uuid;
-begin
-  if t.from_agent <> me then
-    raise exception 'only the sender "%" can answer questions on task %', t.from_agent, t.id
-      using errcode = 'BT003', hint = 'Send a message to the holder instead.';
-  end if;
-  perform baton_private.require_text(p_answer, 'an answer', 'Give the holder what it asked for.');
-  if t.status <> 'input_required' then
-    raise exception 'task % is %; there is no open question to answer', t.id, t.status
-      using errcode = 'BT001', hint = 'Send a message instead: baton message <agent> <text> --task <task>.';
-  end if;
-  select m.id into question from public.agent_messages m
-  where m.task_id = t.id and m.kind = 'question' and m.from_agent = t.claimed_by
-  order by m.created_at desc limit 1;
-  perform baton_private.set_note('answered');
-  -- The wait did not use up the holder's lease: it starts afresh with the work.
-  update public.task_handoffs
-  set status = 'in_progress', status_reason = null,
-      lease_expires_at = now() + coalesce(t.claim_lease, make_interval(secs => t.lease_seconds), (baton_private.settings()).default_lease)
-  where id = t.id returning * into t;
-  perform baton_private.set_note(null);
-  insert into public.agent_messages (from_agent, to_agent, task_id, reply_to_id, kind, body)
-  values (me, t.claimed_by, t.id, question, 'answer', jsonb_build_object('text', p_answer));
-  return t;
-end
-$function$
+AS $function$begin return baton_private.answer_question($1, $2); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.ask_question(p_task_id uuid, p_question text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  perform baton_private.check_holder(t, me, t.claim_token);
-  perform baton_private.require_text(p_question, 'a question', 'Ask what you need from the sender.');
-  if t.status <> 'in_progress' then
-    raise exception 'task % is %; only a task in progress can wait for input', t.id, t.status
-      using errcode = 'BT001',
-            hint = case when t.status = 'claimed' then 'Start it first (baton start <task>).' else 'Wait for the answer to the question already asked.' end;
-  end if;
-  perform baton_private.set_note(p_question);
-  update public.task_handoffs set status = 'input_required', status_reason = p_question
-  where id = t.id returning * into t;
-  perform baton_private.set_note(null);
-  insert into public.agent_messages (from_agent, to_agent, task_id, kind, body)
-  values (me, t.from_agent, t.id, 'question', jsonb_build_object('text', p_question));
-  return t;
-end
-$function$
+AS $function$begin return baton_private.ask_question($1, $2); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.attach_artifact(p_task_id uuid, p_name text, p_media_type text DEFAULT 'application/octet-stream'::text, p_content bytea DEFAULT NULL::bytea, p_uri text DEFAULT NULL::text, p_sha256 text DEFAULT NULL::text, p_size_bytes bigint DEFAULT NULL::bigint)
  RETURNS public.task_artifacts
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-  a public.task_artifacts;
-begin
-  -- Any process of the holding agent may attach; the claim token fences outcomes, not outputs.
-  perform baton_private.check_holder(t, me, t.claim_token);
-  insert into public.task_artifacts (task_id, name, media_type, content, uri, sha256, size_bytes, producer)
-  values (t.id, p_name, coalesce(p_media_type, 'application/octet-stream'), p_content, p_uri, p_sha256, p_size_bytes, me)
-  on conflict (task_id, name) do update
-    set media_type = excluded.media_type, content = excluded.content, uri = excluded.uri, sha256 = excluded.sha256,
-        size_bytes = excluded.size_bytes, producer = excluded.producer, created_at = now()
-  returning * into a;
-  return a;
-end
-$function$
+AS $function$begin return baton_private.attach_artifact($1, $2, $3, $4, $5, $6, $7); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.begin_incarnation()
  RETURNS jsonb
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  fresh uuid := gen_random_uuid();
-  ids uuid[];
-  reasons text[];
-  handed_back jsonb;
-  claimable_at timestamptz;
-begin
-  -- The agent's row is the lock: two processes starting at once take turns, and the later one wins.
-  update public.agents
-  set incarnation = fresh, incarnation_started_at = now(), last_heartbeat = now(), is_active = true
-  where id = me;
-
-  select coalesce(array_agg(t.id), '{}'),
-         coalesce(array_agg(format('holder %s restarted at %s; the claim of its earlier process was handed back',
-           me, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))), '{}')
-  into ids, reasons
-  from (
-    select t.id from public.task_handoffs t
-    where t.claimed_by = me and t.status in ('claimed', 'in_progress')
-    order by t.id
-    for update
-  ) t;
-
-  perform realtime.send(jsonb_build_object('incarnation', fresh, 'started_at', now()), 'incarnation', 'agent:' || me, true);
-
-  handed_back := baton_private.hand_back_lost_claims(ids, reasons, 'holder restarted');
-  -- Listeners heard of the work as it went back; they hear when it may be claimed too.
-  select now() + least(coalesce(a.poll_interval, interval '5 seconds'), interval '10 seconds') + interval '1 second'
-  into claimable_at from public.agents a where a.id = me;
-  update public.task_handoffs t set not_before = claimable_at
-  where t.id = any (ids) and t.status = 'pending';
-  perform realtime.send(jsonb_build_object('tasks', jsonb_agg(jsonb_build_object('id', d.id, 'status', 'pending', 'not_before', d.not_before))),
-                        'work', d.topic, true)
-  from (select t.id, t.not_before, baton_private.work_topic(t.to_agent, t.required_capabilities) as topic
-        from public.task_handoffs t where t.id = any (ids) and t.status = 'pending') d
-  group by d.topic;
-  return jsonb_build_object('incarnation', fresh,
-                            'claimable_at', case when cardinality(ids) > 0 then claimable_at end) || handed_back;
-end
-$function$
+AS $function$begin return baton_private.begin_incarnation(); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.cancel_task(p_task_id uuid, p_reason text DEFAULT NULL::text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  if t.from_agent <> me then
-    raise exception 'only the sender "%" can cancel task %', t.from_agent, t.id
-      using errcode = 'BT003', hint = 'Ask the sender, or release the task if you hold it.';
-  end if;
-  if t.status in ('completed', 'failed', 'rejected', 'cancelled') then
-    raise exception 'task % is already %; it cannot be cancelled', t.id, t.status
-      using errcode = 'BT001', hint = 'A final task cannot change.';
-  end if;
-  perform baton_private.set_note(coalesce(p_reason, 'cancelled by the sender'));
-  update public.task_handoffs set status = 'cancelled', status_reason = p_reason
-  where id = t.id returning * into t;
-  perform baton_private.set_note(null);
-  return t;
-end
-$function$
+AS $function$begin return baton_private.cancel_task($1, $2); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean DEFAULT false)
  RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone)
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  process uuid := baton_private.request_incarnation();
-begin
-  if cardinality(p_task_ids) is distinct from cardinality(p_claim_tokens) then
-    raise exception 'give one claim token for each task id' using errcode = 'BT005', hint = 'Pass the two arrays in the same order.';
-  end if;
-  if p_renew then
-    perform from public.agents a where a.id = me for no key update;
-    perform from public.task_handoffs t where t.id = any (p_task_ids) and t.claimed_by = me order by t.id for update;
-    update public.task_handoffs t
-    set lease_expires_at = now() + coalesce(t.claim_lease, (baton_private.settings()).default_lease)
-    from unnest(p_task_ids, p_claim_tokens) as c(id, token)
-    where t.id = c.id and t.claim_token = c.token and t.claimed_by = me
-      and (process is null or t.claim_incarnation is not distinct from process)
-      and t.status::text in ('claimed', 'in_progress');  -- as text, so that the plan reads the primary key
-  end if;
-  return query
-    select c.id, t.status,
-           coalesce(t.claimed_by = me and t.claim_token = c.token and t.status in ('claimed', 'in_progress', 'input_required')
-                    and (process is null or t.claim_incarnation is not distinct from process), false),
-           case when t.status in ('claimed', 'in_progress') then baton_private.claim_expires_at(t, a) else t.lease_expires_at end
-    from unnest(p_task_ids, p_claim_tokens) as c(id, token)
-    left join public.task_handoffs t on t.id = c.id and baton_private.can_see_task(t, me)
-    left join public.agents a on a.id = t.claimed_by;
-end
-$function$
+AS $function$begin return query select * from baton_private.check_claims($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.claim_next_tasks(p_limit integer DEFAULT 1, p_capabilities text[] DEFAULT NULL::text[], p_lease_seconds integer DEFAULT NULL::integer, p_start boolean DEFAULT false)
  RETURNS SETOF public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
- SET plan_cache_mode TO 'force_generic_plan'
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  lease interval := baton_private.lease_for(p_lease_seconds);
-  wanted integer;
-  mine text[];
-  queues text[];
-  ids uuid[];
-begin
-  if p_limit is null or p_limit not between 1 and 1000 then
-    raise exception 'a batch must claim between 1 and 1000 tasks, got %', p_limit
-      using errcode = 'BT005', hint = 'Ask for as many tasks as you have free slots.';
-  end if;
-  mine := baton_private.agent_capabilities(me);
-  -- The queues of broadcasts this agent may take: one per capability it has, and '' for those that need none.
-  queues := array(select distinct q from unnest(mine || ''::text) as q);
-  -- Look before locking anything: an empty poll writes nothing.
-  if not baton_private.claimable_exists(me, mine, queues) then
-    return;
-  end if;
-  wanted := least(p_limit, baton_private.free_capacity(me));
-  if wanted < 1 then
-    return;
-  end if;
-  ids := baton_private.lock_claimable(me, mine, queues, p_capabilities, wanted);
-  perform baton_private.mark_claimed(ids, me, lease, p_start);
-  return query
-    select * from public.task_handoffs where id = any (ids) order by priority desc, created_at;
-end
-$function$
+AS $function$begin return query select * from baton_private.claim_next_tasks($1, $2, $3, $4); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.claim_task(p_task_id uuid, p_lease_seconds integer DEFAULT NULL::integer, p_start boolean DEFAULT false)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  lease interval := baton_private.lease_for(p_lease_seconds);
-  free integer := baton_private.free_capacity(me);
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  if t.to_agent is not null and t.to_agent <> me then
-    raise exception 'task % is addressed to "%"; only that agent can claim it', t.id, t.to_agent
-      using errcode = 'BT003', hint = 'Ask its sender to reassign it, or claim a task addressed to you.';
-  end if;
-  if t.to_agent is null and not t.required_capabilities <@ baton_private.agent_capabilities(me) then
-    raise exception 'task % needs capabilities % that agent "%" lacks', t.id,
-      array_to_string(t.required_capabilities, ', '), me
-      using errcode = 'BT003', hint = 'Only agents holding every required capability can claim a broadcast.';
-  end if;
-  if t.status in ('claimed', 'in_progress', 'input_required') then
-    raise exception 'task % is already claimed by "%"', t.id, t.claimed_by
-      using errcode = 'BT004', hint = 'Pick another task: baton tasks --pending.';
-  end if;
-  if t.status <> 'pending' then
-    raise exception 'task % is %; only pending tasks can be claimed', t.id, t.status
-      using errcode = 'BT001', hint = 'Pick another task: baton tasks --pending.';
-  end if;
-  if t.waiting_on > 0 then
-    raise exception 'task % waits for % of the tasks it depends on', t.id, t.waiting_on
-      using errcode = 'BT015', hint = format('It becomes claimable when they complete: %s.', array_to_string(t.depends_on, ', '));
-  end if;
-  if t.not_before > now() then
-    if t.attempts = 0 and t.run_at is not null then
-      raise exception 'task % is scheduled for %', t.id, t.not_before
-        using errcode = 'BT014',
-              hint = format('Claim it in %s s.', greatest(ceil(extract(epoch from t.not_before - now())), 1));
-    end if;
-    raise exception 'task % is backing off after a failure until %', t.id, t.not_before
-      using errcode = 'BT014',
-            hint = format('Claim it again in %s s.', greatest(ceil(extract(epoch from t.not_before - now())), 1));
-  end if;
-  if free < 1 then
-    raise exception 'agent "%" already holds as many tasks as its max_concurrent allows', me
-      using errcode = 'BT008', hint = 'Finish or release a task first, or raise max_concurrent.';
-  end if;
-
-  perform baton_private.mark_claimed(array[t.id], me, lease, p_start);
-  select * into t from public.task_handoffs where id = t.id;
-  return t;
-end
-$function$
+AS $function$begin return baton_private.claim_task($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb DEFAULT '{"status": "success"}'::jsonb)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-  missing text;
-begin
-  if not exists (select from baton_private.complete_held(me, array[t.id], array[p_claim_token], array[p_result])) then
-    -- Refused by the rule: say which part of it.
-    perform baton_private.check_holder(t, me, p_claim_token);
-    if t.status <> 'in_progress' then
-      raise exception 'task % is %; only a task in progress can be completed', t.id, t.status
-        using errcode = 'BT001',
-              hint = case when t.status = 'claimed' then 'Start it first (baton start <task>).'
-                          else 'Wait for the sender''s answer before completing it.' end;
-    end if;
-    select string_agg(e ->> 'name', ', ' order by e ->> 'name') into missing
-    from jsonb_array_elements(t.expected_outputs) e
-    where coalesce((e ->> 'required')::boolean, true)
-      and not exists (select from public.task_artifacts a where a.task_id = t.id and a.name = e ->> 'name');
-    raise exception 'task % is missing required outputs: %', t.id, missing
-      using errcode = 'BT012', hint = 'Attach them first (baton complete <task> --artifact name=@file).';
-  end if;
-  select * into t from public.task_handoffs where id = t.id;
-  if t.result ? 'handoff' then
-    perform baton_private.create_follow_up(t, t.result -> 'handoff', me);
-  end if;
-  return t;
-end
-$function$
+AS $function$begin return baton_private.complete_task($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.decline_task(p_task_id uuid, p_claim_token uuid, p_reason text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-  reason text := left(p_reason, 2000);
-begin
-  perform baton_private.check_holder(t, me, p_claim_token);
-  perform baton_private.require_text(p_reason, 'the reason for declining', 'Say what this agent lacks, e.g. no executor for task_type "development".');
-  if t.status not in ('claimed', 'in_progress') then
-    raise exception 'task % is %; only a claimed or running task can be declined', t.id, t.status
-      using errcode = 'BT001', hint = 'Wait for the sender''s answer, then decline it.';
-  end if;
-  perform baton_private.set_note(format('declined by %s: %s', me, reason));
-  update public.task_handoffs set status = 'pending', attempts = greatest(attempts - 1, 0), status_reason = reason
-  where id = t.id returning * into t;
-  if t.to_agent = me then
-    perform baton_private.set_note(reason);
-    update public.task_handoffs set status = 'rejected' where id = t.id returning * into t;
-  else
-    insert into public.task_declines (task_id, agent_id, reason) values (t.id, me, reason)
-    on conflict (task_id, agent_id) do update set reason = excluded.reason, declined_at = now();
-  end if;
-  perform baton_private.set_note(null);
-  return t;
-end
-$function$
+AS $function$begin return baton_private.decline_task($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.fail_task(p_task_id uuid, p_claim_token uuid, p_error text, p_retry boolean DEFAULT false, p_problems jsonb DEFAULT NULL::jsonb)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  perform baton_private.check_holder(t, me, p_claim_token);
-  perform baton_private.require_text(p_error, 'the reason for a failure', 'Say what went wrong, in one line.');
-  if t.status <> 'in_progress' then
-    raise exception 'task % is %; only a task in progress can fail', t.id, t.status
-      using errcode = 'BT001', hint = 'Release a claimed task instead (baton release <task>).';
-  end if;
-  if p_retry and t.attempts < t.max_attempts then
-    perform baton_private.set_note(format('retry after attempt %s of %s: %s', t.attempts, t.max_attempts, p_error));
-    update public.task_handoffs
-    set status = 'pending', status_reason = p_error, problems = p_problems, not_before = now() + baton_private.retry_delay(t.attempts)
-    where id = t.id returning * into t;
-  else
-    perform baton_private.set_note(case when p_retry then format('out of attempts (%s of %s): %s', t.attempts, t.max_attempts, p_error) else p_error end);
-    update public.task_handoffs set status = 'failed', status_reason = p_error, problems = p_problems
-    where id = t.id returning * into t;
-  end if;
-  perform baton_private.set_note(null);
-  return t;
-end
-$function$
+AS $function$begin return baton_private.fail_task($1, $2, $3, $4, $5); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb DEFAULT '{}'::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  mode text := coalesce(p_join ->> 'mode', 'all');
-  item jsonb;
-  made public.task_handoffs;
-  ids uuid[] := '{}';
-  joined public.task_handoffs;
-begin
-  if jsonb_typeof(p_tasks) <> 'array' or jsonb_array_length(p_tasks) not between 1 and 100 then
-    raise exception 'a fan-out needs 1 to 100 tasks' using errcode = 'BT005',
-      hint = 'Send [{"title": "…", "to_agent": "…"} or {"title": "…", "required_capabilities": ["…"]}, …].';
-  end if;
-  if mode not in ('first', 'all', 'judge') then
-    raise exception 'the join must be first, all or judge, not %', mode using errcode = 'BT005',
-      hint = 'first: the first success wins; all: every result, concatenated; judge: an agent with the judging capability picks.';
-  end if;
-  for item in select value from jsonb_array_elements(p_tasks) loop
-    made := baton_private.handoff_item(item || jsonb_build_object('parent_task_id', p_parent_task_id));
-    ids := ids || made.id;
-  end loop;
-  joined := public.handoff_task(
-    p_title => coalesce(p_join ->> 'title', format('Join (%s) of %s tasks', mode, cardinality(ids))),
-    p_to_agent => case when mode = 'judge' then p_join ->> 'to_agent' else coalesce(p_join ->> 'to_agent', me) end,
-    p_description => p_join ->> 'description',
-    p_payload => coalesce(p_join -> 'payload', '{}') || jsonb_build_object(
-      'task_type', case when mode = 'judge' then coalesce(p_join -> 'payload' ->> 'task_type', 'judge') else 'baton.join' end,
-      'join', mode),
-    p_required_capabilities => case when mode = 'judge' and p_join ->> 'to_agent' is null
-                                    then array[coalesce(p_join ->> 'capability', 'judge')] else '{}' end,
-    p_parent_task_id => p_parent_task_id,
-    p_expected_outputs => coalesce(p_join -> 'expected_outputs', '[]'),
-    p_depends_on => ids,
-    p_dependency_mode => case when mode = 'first' then 'any' else 'all' end,
-    p_on_dependency_failure => coalesce(p_join ->> 'on_failure', 'cancel'));
-  return jsonb_build_object('tasks', to_jsonb(ids), 'join', joined.id);
-end
-$function$
+AS $function$begin return baton_private.fan_out($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.handoff_task(p_title text, p_to_agent text DEFAULT NULL::text, p_description text DEFAULT NULL::text, p_priority public.task_priority DEFAULT 'medium'::public.task_priority, p_payload jsonb DEFAULT '{}'::jsonb, p_required_capabilities text[] DEFAULT '{}'::text[], p_deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 3, p_parent_task_id uuid DEFAULT NULL::uuid, p_idempotency_key text DEFAULT NULL::text, p_allow_offline boolean DEFAULT true, p_lease_seconds integer DEFAULT NULL::integer, p_expected_outputs jsonb DEFAULT '[]'::jsonb, p_input_artifacts jsonb DEFAULT '[]'::jsonb, p_depends_on uuid[] DEFAULT '{}'::uuid[], p_dependency_mode text DEFAULT 'all'::text, p_on_dependency_failure text DEFAULT 'cancel'::text, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs;
-  parent public.task_handoffs;
-  target public.agents;
-begin
-  if p_to_agent is not null then
-    select * into target from public.agents a where a.id = p_to_agent;
-    if not found then
-      raise exception 'no agent named "%"', p_to_agent
-        using errcode = 'BT002', hint = 'See who is registered: baton discover --all.';
-    end if;
-    if not coalesce(p_allow_offline, true) and not baton_private.is_online(target) then
-      raise exception 'agent "%" is offline (last heartbeat: %)', p_to_agent, coalesce(target.last_heartbeat::text, 'never')
-        using errcode = 'BT011',
-              hint = 'Queue it anyway with allow-offline (baton handoff --allow-offline), or pick an online agent: baton discover.';
-    end if;
-  end if;
-  if p_parent_task_id is not null then
-    parent := baton_private.visible_task(p_parent_task_id, me);
-    if parent.claimed_by is distinct from me and parent.from_agent <> me then
-      raise exception 'only the holder or the sender of task % can hand off work within it', p_parent_task_id
-        using errcode = 'BT003', hint = 'Hand it off without a parent, or claim the parent first.';
-    end if;
-  end if;
-  if coalesce(p_dependency_mode, 'all') not in ('all', 'any') or coalesce(p_on_dependency_failure, 'cancel') not in ('cancel', 'run') then
-    raise exception 'dependency mode must be all or any, and on failure cancel or run (got % and %)', p_dependency_mode, p_on_dependency_failure
-      using errcode = 'BT005', hint = 'all waits for every dependency, any for the first; cancel or run decides what a failed one does.';
-  end if;
-  perform baton_private.check_inputs(coalesce(p_input_artifacts, '[]'), me);
-  if p_idempotency_key is not null then
-    select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
-    if found then
-      return t;
-    end if;
-  end if;
-
-  insert into public.task_handoffs (
-    from_agent, to_agent, title, description, priority, payload, required_capabilities,
-    deadline, max_attempts, parent_task_id, idempotency_key, lease_seconds, expected_outputs, input_artifacts,
-    depends_on, dependency_mode, on_dependency_failure, run_at
-  ) values (
-    me, p_to_agent, p_title, p_description, coalesce(p_priority, 'medium'), coalesce(p_payload, '{}'),
-    coalesce(p_required_capabilities, '{}'), p_deadline, coalesce(p_max_attempts, 3), p_parent_task_id,
-    p_idempotency_key, p_lease_seconds, coalesce(p_expected_outputs, '[]'), coalesce(p_input_artifacts, '[]'),
-    coalesce(p_depends_on, '{}'), coalesce(p_dependency_mode, 'all'), coalesce(p_on_dependency_failure, 'cancel'), p_run_at
-  )
-  on conflict (from_agent, idempotency_key) where idempotency_key is not null do nothing
-  returning * into t;
-
-  if t.id is null then
-    -- A concurrent hand-off with the same key won; return its task.
-    select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
-  end if;
-  return t;
-end
-$function$
+AS $function$begin return baton_private.handoff_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.handoff_tasks(p_tasks jsonb)
  RETURNS TABLE(index integer, task_id uuid, code text, message text, hint text)
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  settings public.baton_settings := baton_private.settings();
-  used record;
-  item jsonb;
-  i integer;
-  made public.task_handoffs;
-  count_made integer := 0;
-  allowance integer;
-  err_hint text;
-  quick jsonb := '{}';
-  -- The answers for the rest, one object each (appending to an array variable costs no copy).
-  answers jsonb[] := '{}';
-begin
-  if jsonb_typeof(p_tasks) <> 'array' or jsonb_array_length(p_tasks) > 1000 then
-    raise exception 'tasks must be an array of at most 1000 items' using errcode = 'BT005',
-      hint = 'Send [{"title": "…", "to_agent": "coder", "payload": {}}, …].';
-  end if;
-  -- What the sender used, read without a lock: its concurrent requests do not wait for each other.
-  select * into used from baton_private.add_usage(me, 0, 0, 0);
-  if used.open_tasks + jsonb_array_length(p_tasks) > settings.open_tasks_per_sender then
-    used.open_tasks := baton_private.recount_open_tasks(me, 0);
-  end if;
-  allowance := least(settings.handoffs_per_minute - used.handoffs, settings.open_tasks_per_sender - used.open_tasks);
-  perform set_config('baton.batch', 'on', true);
-  -- Plain tasks, when the quota has room for all: one INSERT for them all.
-  if jsonb_array_length(p_tasks) <= allowance then
-    begin
-      with asked as materialized (
-        select gen_random_uuid() as id, (a.n - 1)::integer as n, a.item
-        from jsonb_array_elements(p_tasks) with ordinality as a (item, n)
-        where jsonb_typeof(a.item) = 'object'
-          and coalesce(a.item ->> 'parent_task_id', a.item ->> 'idempotency_key', a.item ->> 'run_at') is null
-          and coalesce(a.item -> 'input_artifacts', '[]') = '[]'
-          and coalesce(a.item -> 'depends_on', '[]') = '[]'
-          and coalesce(a.item ->> 'allow_offline', 'true') = 'true'
-          and (a.item ->> 'to_agent' is null or exists (select from public.agents g where g.id = a.item ->> 'to_agent'))
-      ), inserted as (
-        insert into public.task_handoffs (
-          id, from_agent, to_agent, title, description, priority, payload, required_capabilities,
-          deadline, max_attempts, lease_seconds, expected_outputs)
-        select q.id, me, q.item ->> 'to_agent', q.item ->> 'title', q.item ->> 'description',
-               coalesce(q.item ->> 'priority', 'medium')::public.task_priority, coalesce(q.item -> 'payload', '{}'),
-               coalesce(array(select jsonb_array_elements_text(q.item -> 'required_capabilities')), '{}'),
-               (q.item ->> 'deadline')::timestamptz, coalesce((q.item ->> 'max_attempts')::integer, 3),
-               (q.item ->> 'lease_seconds')::integer, coalesce(q.item -> 'expected_outputs', '[]')
-        from asked q
-        order by q.n
-        returning id
-      )
-      -- One INSERT stores every row or raises: each asked row is stored under the id it was given.
-      -- (Not a join with what it returns: over two CTEs the planner picks a nested loop, 1,000 × 1,000.)
-      select coalesce(jsonb_object_agg(q.n::text, q.id), '{}') into quick
-      from asked q
-      where (select count(*) from inserted) = (select count(*) from asked);
-    exception when others then
-      quick := '{}';
-    end;
-  end if;
-  -- The rest one by one, each refused on its own. (When the plain ones went in together, the quota
-  -- had room for every item, so their order against the rest does not matter.)
-  count_made := (select count(*) from jsonb_object_keys(quick));
-  for item, i in
-    select a.item, (a.n - 1)::integer from jsonb_array_elements(p_tasks) with ordinality as a (item, n)
-    where not quick ? (a.n - 1)::text
-    order by a.n
-  loop
-    if count_made >= allowance then
-      answers := answers || jsonb_build_object('index', i, 'code', 'BT013',
-        'message', format('agent "%s" reached its quota of hand-offs per minute or of open tasks', me),
-        'hint', format('Try again in %s s; an operator can raise baton_settings.handoffs_per_minute or open_tasks_per_sender.',
-                       greatest(ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now())), 1)));
-    else
-      begin
-        made := baton_private.handoff_item(item);
-        if made.created_at = now() then
-          count_made := count_made + 1;
-        end if;
-        answers := answers || jsonb_build_object('index', i, 'task_id', made.id);
-      exception when others then
-        get stacked diagnostics err_hint = pg_exception_hint;
-        answers := answers || jsonb_build_object('index', i, 'code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
-      end;
-    end if;
-  end loop;
-  perform set_config('baton.batch', '', true);
-  perform baton_private.add_usage(me, count_made, 0, 0);
-  return query
-    select q.key::integer, (q.value #>> '{}')::uuid, null::text, null::text, null::text from jsonb_each(quick) q
-    union all
-    select a.index, a.task_id, a.code, a.message, a.hint
-    from unnest(answers) as x, jsonb_to_record(x) as a (index integer, task_id uuid, code text, message text, hint text)
-    order by 1;
-end
-$function$
+AS $function$begin return query select * from baton_private.handoff_tasks($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.issue_agent_token(p_agent_id text, p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS uuid
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  token uuid;
-begin
-  if not exists (select from public.agents a where a.id = p_agent_id) then
-    raise exception 'no agent named "%"', p_agent_id
-      using errcode = 'BT002', hint = 'Register it first: baton agent create <id>.';
-  end if;
-  insert into public.agent_tokens (agent_id, expires_at) values (p_agent_id, p_expires_at) returning id into token;
-  return token;
-end
-$function$
+AS $function$begin return baton_private.issue_agent_token($1, $2); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.my_tasks(p_statuses public.task_status[] DEFAULT '{pending,claimed,in_progress,input_required}'::public.task_status[], p_limit integer DEFAULT 50)
  RETURNS SETOF public.task_handoffs
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-begin
-  if p_limit is null or p_limit not between 1 and 1000 then
-    raise exception 'a listing holds between 1 and 1000 tasks, got %', p_limit
-      using errcode = 'BT005', hint = 'Ask for fewer, and page by status or age if you need more.';
-  end if;
-  if p_statuses is not null and p_statuses <@ '{pending,claimed,in_progress,input_required}'::public.task_status[] then
-    return query select * from baton_private.open_tasks_of(me, p_statuses, p_limit);
-  else
-    -- Finished tasks too: a listing of the agent's history, as a REST query of task_handoffs gives it.
-    return query
-      select t.* from public.task_handoffs t
-      where (t.to_agent = me or t.claimed_by = me) and (p_statuses is null or t.status = any (p_statuses))
-      order by t.priority desc, t.created_at
-      limit p_limit;
-  end if;
-end
-$function$
+AS $function$begin return query select * from baton_private.my_tasks($1, $2); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.reassign_task(p_task_id uuid, p_to_agent text, p_reason text DEFAULT NULL::text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-  note text;
-begin
-  if t.from_agent <> me then
-    raise exception 'only the sender "%" can reassign task %', t.from_agent, t.id
-      using errcode = 'BT003', hint = 'Release it if you hold it (baton release <task>).';
-  end if;
-  if not exists (select from public.agents a where a.id = p_to_agent) then
-    raise exception 'no agent named "%"', p_to_agent using errcode = 'BT002', hint = 'See who is registered: baton discover --all.';
-  end if;
-  if t.status not in ('pending', 'claimed', 'in_progress') then
-    raise exception 'task % is %; only a pending, claimed or running task can be reassigned', t.id, t.status
-      using errcode = 'BT001',
-            hint = case when t.status = 'input_required' then 'Answer or cancel it first.' else 'A final task cannot change; hand off a new one.' end;
-  end if;
-  note := format('reassigned from %s to %s%s', coalesce(t.to_agent, 'everyone'), p_to_agent,
-                 case when p_reason is null then '' else ': ' || p_reason end);
-  if t.status = 'pending' then
-    update public.task_handoffs set to_agent = p_to_agent where id = t.id returning * into t;
-    insert into public.task_events (task_id, actor, from_status, to_status, note)
-    values (t.id, me, 'pending', 'pending', note);
-  else
-    -- Taken from its holder without counting the attempt against the task.
-    perform baton_private.set_note(note);
-    update public.task_handoffs set status = 'pending', to_agent = p_to_agent, attempts = greatest(attempts - 1, 0)
-    where id = t.id returning * into t;
-    perform baton_private.set_note(null);
-  end if;
-  return t;
-end
-$function$
+AS $function$begin return baton_private.reassign_task($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.register_agent(p_id text, p_display_name text DEFAULT NULL::text, p_capabilities text[] DEFAULT '{}'::text[], p_skills_offered jsonb DEFAULT '[]'::jsonb, p_max_concurrent integer DEFAULT 4, p_token_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
  RETURNS TABLE(agent_id text, token_id uuid)
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-begin
-  if exists (select from public.agents a where a.id = p_id) then
-    raise exception 'agent "%" already exists', p_id
-      using errcode = 'BT010', hint = 'Pick another id, or issue a new token for it: baton agent token <id>.';
-  end if;
-  insert into public.agents (id, display_name, capabilities, skills_offered, max_concurrent)
-  values (p_id, p_display_name, coalesce(p_capabilities, '{}'), coalesce(p_skills_offered, '[]'),
-          coalesce(p_max_concurrent, 4));
-  return query
-    insert into public.agent_tokens as t (agent_id, expires_at) values (p_id, p_token_expires_at)
-    returning t.agent_id, t.id;
-end
-$function$
+AS $function$begin return query select * from baton_private.register_agent($1, $2, $3, $4, $5, $6); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.reject_task(p_task_id uuid, p_reason text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  if t.to_agent is distinct from me then
-    raise exception 'only the addressee can reject task %', t.id
-      using errcode = 'BT003',
-            hint = case when t.to_agent is null then 'A broadcast is not rejected by one agent; leave it for another.'
-                        else format('It is addressed to "%s".', t.to_agent) end;
-  end if;
-  perform baton_private.require_text(p_reason, 'the reason for a rejection', 'Tell the sender why, in one line.');
-  if t.status <> 'pending' then
-    raise exception 'task % is %; only pending tasks can be rejected', t.id, t.status
-      using errcode = 'BT001', hint = 'Release or fail a task you already claimed.';
-  end if;
-  perform baton_private.set_note(p_reason);
-  update public.task_handoffs set status = 'rejected', status_reason = p_reason
-  where id = t.id returning * into t;
-  perform baton_private.set_note(null);
-  return t;
-end
-$function$
+AS $function$begin return baton_private.reject_task($1, $2); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.release_task(p_task_id uuid, p_claim_token uuid, p_reason text DEFAULT NULL::text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  perform baton_private.check_holder(t, me, p_claim_token);
-  if t.status not in ('claimed', 'in_progress') then
-    raise exception 'task % is %; only a claimed or running task can be released', t.id, t.status
-      using errcode = 'BT001', hint = 'Wait for the sender''s answer, then release it.';
-  end if;
-  perform baton_private.set_note(coalesce(p_reason, 'released by the holder'));
-  -- Handing a task back is not a failed attempt.
-  update public.task_handoffs set status = 'pending', attempts = greatest(attempts - 1, 0)
-  where id = t.id returning * into t;
-  perform baton_private.set_note(null);
-  return t;
-end
-$function$
+AS $function$begin return baton_private.release_task($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.report_and_claim(p_outcomes jsonb, p_claim integer DEFAULT 0, p_capabilities text[] DEFAULT NULL::text[], p_lease_seconds integer DEFAULT NULL::integer)
  RETURNS json
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  outcomes json;
-  claimed json := '[]';
-  refused json;
-  err_hint text;
-begin
-  select coalesce(json_agg(o), '[]') into outcomes from public.report_outcomes(p_outcomes) o;
-  if coalesce(p_claim, 0) > 0 then
-    -- A claim refused (capacity, a quota) never takes the outcomes with it.
-    begin
-      select coalesce(json_agg(t), '[]') into claimed
-      from public.claim_next_tasks(p_limit => p_claim, p_capabilities => p_capabilities, p_lease_seconds => p_lease_seconds, p_start => true) t;
-    exception when others then
-      get stacked diagnostics err_hint = pg_exception_hint;
-      refused := json_build_object('code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
-    end;
-  end if;
-  return json_build_object('outcomes', outcomes, 'claimed', claimed, 'claim_error', refused);
-end
-$function$
+AS $function$begin return baton_private.report_and_claim($1, $2, $3, $4); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.report_outcomes(p_outcomes jsonb)
  RETURNS TABLE(task_id uuid, status public.task_status, code text, message text, hint text)
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  outcome jsonb;
-  n bigint;
-  done public.task_handoffs;
-  err_hint text;
-  plain text[] := '{}';
-  -- The answers for the outcomes not completed together, one object each, with their position.
-  answers jsonb[] := '{}';
-  -- The plain completions, in step: the id, claim token, result and task id as the caller wrote it.
-  ids uuid[];
-  tokens uuid[];
-  results jsonb[];
-  raw_ids text[];
-begin
-  if jsonb_typeof(p_outcomes) <> 'array' or jsonb_array_length(p_outcomes) > 1000 then
-    raise exception 'outcomes must be an array of at most 1000 items' using errcode = 'BT005',
-      hint = 'Send [{"task_id": "…", "claim_token": "…", "result": {"status": "success"}}, …].';
-  end if;
-  perform set_config('baton.batch', 'on', true);
-  -- Plain completions of tasks the caller holds, each named once: one UPDATE for them all.
-  begin
-    with asked as (
-      select o ->> 'task_id' as raw_id, o ->> 'claim_token' as raw_token, coalesce(o -> 'result', '{"status": "success"}') as result
-      from jsonb_array_elements(p_outcomes) o
-      where jsonb_typeof(o) = 'object' and not o ? 'error'
-    ), counted as (
-      select a.*, count(*) over (partition by a.raw_id) as times from asked a
-    )
-    select array_agg(a.raw_id::uuid), array_agg(a.raw_token::uuid), array_agg(a.result), array_agg(a.raw_id)
-    into ids, tokens, results, raw_ids
-    from counted a
-    where a.raw_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-      and a.raw_token ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-      and jsonb_typeof(a.result) = 'object' and not a.result ? 'handoff'
-      -- A task named twice is answered one by one (the second is refused), not in the batch.
-      and a.times = 1;
-    select coalesce(array_agg(raw_ids[array_position(ids, c.id)]), '{}') into plain
-    from baton_private.complete_held(me, ids, tokens, results) as c (id);
-  exception when others then
-    plain := '{}';
-  end;
-  -- The others one by one, through complete_task and fail_task, each refused on its own.
-  for outcome, n in
-    select a.o, a.n from jsonb_array_elements(p_outcomes) with ordinality as a (o, n)
-    where a.o ? 'error' or not coalesce(a.o ->> 'task_id' = any (plain), false)
-    order by a.n
-  loop
-    begin
-      if outcome ? 'error' then
-        done := public.fail_task((outcome ->> 'task_id')::uuid, (outcome ->> 'claim_token')::uuid, outcome ->> 'error',
-                                 coalesce((outcome ->> 'retry')::boolean, false), outcome -> 'problems');
-      else
-        done := public.complete_task((outcome ->> 'task_id')::uuid, (outcome ->> 'claim_token')::uuid,
-                                     coalesce(outcome -> 'result', '{"status": "success"}'));
-      end if;
-      answers := answers || jsonb_build_object('n', n, 'task_id', done.id, 'status', done.status);
-    exception when others then
-      get stacked diagnostics err_hint = pg_exception_hint;
-      answers := answers || jsonb_build_object('n', n,
-        'task_id', case when outcome ->> 'task_id' ~ '^[0-9a-f-]{36}$' then outcome ->> 'task_id' end,
-        'code', sqlstate, 'message', sqlerrm, 'hint', nullif(err_hint, ''));
-    end;
-  end loop;
-  perform set_config('baton.batch', '', true);
-  return query
-    select r.task_id, r.status, r.code, r.message, r.hint from (
-      select a.n, (a.o ->> 'task_id')::uuid as task_id, 'completed'::public.task_status as status,
-             null::text as code, null::text as message, null::text as hint
-      from jsonb_array_elements(p_outcomes) with ordinality as a (o, n)
-      where not a.o ? 'error' and a.o ->> 'task_id' = any (plain)
-      union all
-      select s.n, s.task_id, s.status, s.code, s.message, s.hint
-      from unnest(answers) as x,
-           jsonb_to_record(x) as s (n bigint, task_id uuid, status public.task_status, code text, message text, hint text)
-    ) r
-    order by r.n;
-end
-$function$
+AS $function$begin return query select * from baton_private.report_outcomes($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.report_progress(p_task_id uuid, p_message text, p_percent integer DEFAULT NULL::integer)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  -- Progress needs the holder, not the claim token: any process of the holding agent may report.
-  perform baton_private.check_holder(t, me, t.claim_token);
-  perform baton_private.require_text(p_message, 'a progress report', 'Say in one line what is done or happening.');
-  if t.status not in ('claimed', 'in_progress') then
-    raise exception 'task % is %; progress is reported on a claimed or running task', t.id, t.status
-      using errcode = 'BT001', hint = 'Wait for the sender''s answer first.';
-  end if;
-  update public.task_handoffs
-  set progress_message = p_message, progress_percent = p_percent, progress_at = now()
-  where id = t.id returning * into t;
-  insert into public.agent_messages (from_agent, to_agent, task_id, kind, body)
-  values (me, t.from_agent, t.id, 'progress',
-          jsonb_strip_nulls(jsonb_build_object('text', p_message, 'percent', p_percent)));
-  return t;
-end
-$function$
+AS $function$begin return baton_private.report_progress($1, $2, $3); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.retry_task(p_task_id uuid)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.current_agent_id();
-  old public.task_handoffs;
-  parent public.task_handoffs;
-  already uuid;
-  t public.task_handoffs;
-begin
-  if me is null and coalesce(auth.jwt() ->> 'role', '') <> 'service_role' then
-    perform baton_private.require_agent();
-  end if;
-  select * into old from public.task_handoffs where id = p_task_id for update;
-  if not found or (me is not null and not baton_private.can_see_task(old, me)) then
-    raise exception 'no task % to retry', p_task_id using errcode = 'BT002', hint = 'baton tasks --failed lists the failed tasks you sent.';
-  end if;
-  if me is not null and old.from_agent <> me then
-    raise exception 'only the sender of task % (or an operator) can retry it', p_task_id
-      using errcode = 'BT003', hint = format('Ask "%s" to retry it.', old.from_agent);
-  end if;
-  if me is not null and old.parent_task_id is not null then
-    select * into parent from public.task_handoffs p where p.id = old.parent_task_id;
-    if parent.claimed_by is distinct from me and parent.from_agent <> me then
-      raise exception 'only the holder or the sender of task % can hand off work within it, and a retry of task % would', old.parent_task_id, p_task_id
-        using errcode = 'BT003', hint = 'Hand off the work again without a parent, or ask the parent''s holder to retry it.';
-    end if;
-  end if;
-  if old.status <> 'failed' then
-    raise exception 'task % is %; only failed tasks are retried', p_task_id, old.status
-      using errcode = 'BT001', hint = 'A task still open retries by itself while attempts remain (baton fail --retry); hand off a new one otherwise.';
-  end if;
-  select r.id into already from public.task_handoffs r
-  where r.retry_of = old.id and r.status in ('pending', 'claimed', 'in_progress', 'input_required') limit 1;
-  if already is not null then
-    raise exception 'task % is already being retried as %', p_task_id, already
-      using errcode = 'BT010', hint = 'Wait for that attempt; retry it in turn if it fails.';
-  end if;
-  insert into public.task_handoffs (
-    from_agent, to_agent, title, description, priority, payload, required_capabilities, deadline, max_attempts,
-    parent_task_id, lease_seconds, expected_outputs, input_artifacts, retry_of)
-  values (
-    old.from_agent, old.to_agent, old.title, old.description, old.priority, old.payload, old.required_capabilities,
-    case when old.deadline > now() then old.deadline end, old.max_attempts,
-    old.parent_task_id, old.lease_seconds, old.expected_outputs, old.input_artifacts, old.id)
-  returning * into t;
-  return t;
-end
-$function$
+AS $function$begin return baton_private.retry_task($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.revoke_agent_tokens(p_agent_id text)
  RETURNS integer
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  revoked integer;
-begin
-  if not exists (select from public.agents a where a.id = p_agent_id) then
-    raise exception 'no agent named "%"', p_agent_id
-      using errcode = 'BT002', hint = 'List agents with: baton agent list.';
-  end if;
-  update public.agent_tokens set revoked_at = now()
-  where agent_id = p_agent_id and revoked_at is null;
-  get diagnostics revoked = row_count;
-  update public.agents set is_active = false where id = p_agent_id;
-  return revoked;
-end
-$function$
+AS $function$begin return baton_private.revoke_agent_tokens($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.send_heartbeat(p_status_message text DEFAULT NULL::text, p_active boolean DEFAULT true, p_poll_interval interval DEFAULT NULL::interval, p_incarnation uuid DEFAULT NULL::uuid)
  RETURNS public.agents
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  row public.agents;
-begin
-  update public.agents a
-  set last_heartbeat = now(),
-      is_active = coalesce(p_active, true),
-      status_message = coalesce(p_status_message, a.status_message),
-      poll_interval = coalesce(p_poll_interval, a.poll_interval)
-  where a.id = me and (p_incarnation is null or a.incarnation is not distinct from p_incarnation)
-  returning a.* into row;
-  if row.id is null then
-    select a.* into row from public.agents a where a.id = me;
-    raise exception 'agent % is run by a newer process now (since %); this process was superseded', me, row.incarnation_started_at
-      using errcode = 'BT016', hint = 'Stop this process: a process started later as the same agent took over its claims. Run one daemon per agent.';
-  end if;
-  return row;
-end
-$function$
+AS $function$begin return baton_private.send_heartbeat($1, $2, $3, $4); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.start_task(p_task_id uuid, p_claim_token uuid)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
-begin
-  perform baton_private.check_holder(t, me, p_claim_token);
-  if t.status <> 'claimed' then
-    raise exception 'task % is %; only a claimed task can be started', t.id, t.status
-      using errcode = 'BT001', hint = 'It is already under way.';
-  end if;
-  update public.task_handoffs set status = 'in_progress' where id = t.id returning * into t;
-  return t;
-end
-$function$
+AS $function$begin return baton_private.start_task($1, $2); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.sweep_tasks()
  RETURNS jsonb
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO ''
-AS $function$
-declare
-  lost jsonb;
-  overdue integer;
-  recurring integer;
-  removed integer;
-  scheduled boolean := false;
-begin
-  if to_regclass('cron.job') is not null then
-    execute 'select exists (select 1 from cron.job where jobname = ''baton-sweep'' and active)' into scheduled;
-  end if;
-  if not pg_try_advisory_xact_lock(hashtext('baton.sweep_tasks')) then
-    return jsonb_build_object('requeued_unstarted', 0, 'requeued_expired', 0, 'dead_lettered', 0, 'deadline_cancelled', 0,
-                              'recurring_created', 0, 'retention_deleted', 0, 'scheduled', scheduled);
-  end if;
-  perform set_config('baton.actor', 'sweep', true);
-
-  with due as (
-    select l.id, l.reason from baton_private.lapsed_claims('claimed') l
-    union all
-    select l.id, l.reason from baton_private.lapsed_claims('in_progress') l
-  )
-  select baton_private.hand_back_lost_claims(coalesce(array_agg(due.id), '{}'), coalesce(array_agg(due.reason), '{}'), 'claim lapsed')
-  into lost from due;
-
-  perform baton_private.set_note('deadline passed');
-  with due as (select o.id from baton_private.overdue_tasks() o)
-  update public.task_handoffs t set status = 'cancelled', status_reason = 'deadline passed'
-  from due where t.id = due.id;
-  get diagnostics overdue = row_count;
-
-  perform baton_private.set_note('made by its schedule');
-  recurring := baton_private.run_recurring();
-  perform baton_private.set_note(null);
-  removed := baton_private.apply_retention();
-
-  perform set_config('baton.actor', '', true);
-  return lost || jsonb_build_object('deadline_cancelled', overdue, 'recurring_created', recurring,
-    'retention_deleted', removed, 'scheduled', scheduled);
-end
-$function$
+AS $function$begin return baton_private.sweep_tasks(); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.task_ancestors(p_task_id uuid)
  RETURNS SETOF public.task_handoffs
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
-  worker boolean := baton_private.works_on(t, me);
-begin
-  return query
-    select p.* from baton_private.ancestor_ids(t.id) c join public.task_handoffs p on p.id = c.id
-    where worker or baton_private.can_see_task(p, me)
-    order by c.distance;
-end
-$function$
+AS $function$begin return query select * from baton_private.task_ancestors($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.task_chain(p_task_id uuid)
  RETURNS SETOF public.task_lineage
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
-  context uuid[];
-begin
-  with recursive below (id) as (
-    select t.id
-    union
-    select c.id from below b cross join lateral (
-      select x.id from public.task_handoffs x where x.parent_task_id = b.id
-      union all
-      select x.id from public.task_handoffs x where x.depends_on <> '{}' and x.depends_on @> array[b.id]
-    ) c
-  )
-  select array(select id from below) into context;
-  if baton_private.works_on(t, me) then
-    with recursive above (id) as (
-      select t.id
-      union
-      select u.id from above a cross join lateral (
-        select p.parent_task_id as id from public.task_handoffs p where p.id = a.id and p.parent_task_id is not null
-        union all
-        select unnest(p.depends_on) from public.task_handoffs p where p.id = a.id
-      ) u
-    )
-    select context || array(select id from above) into context;
-  end if;
-  return query
-    select l.* from public.task_lineage l join public.task_handoffs s on s.id = l.id
-    where s.id = any (context) or (l.root_task_id = t.root_task_id and baton_private.can_see_task(s, me))
-    order by l.depth, l.created_at;
-end
-$function$
+AS $function$begin return query select * from baton_private.task_chain($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.task_dependencies(p_task_id uuid)
  RETURNS SETOF public.task_handoffs
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
-  d public.task_handoffs;
-begin
-  for d in select * from public.task_handoffs x where x.id = any (t.depends_on) order by array_position(t.depends_on, x.id) loop
-    if d.claimed_by is distinct from me then
-      d.claim_token := null;
-    end if;
-    return next d;
-  end loop;
-end
-$function$
+AS $function$begin return query select * from baton_private.task_dependencies($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.task_inputs(p_task_id uuid)
  RETURNS SETOF public.task_artifacts
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO ''
-AS $function$
-declare
-  me text := baton_private.require_agent();
-  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
-  worker boolean := baton_private.works_on(t, me);
-begin
-  return query
-    select a.* from public.task_artifacts a join public.task_handoffs s on s.id = a.task_id
-    where (a.task_id in (select c.id from baton_private.ancestor_ids(t.id) c)
-           or a.task_id = any (t.depends_on)
-           or exists (
-             select from jsonb_array_elements(t.input_artifacts) i
-             where (i ->> 'task_id')::uuid = a.task_id and i ->> 'name' = a.name
-           ))
-      and (worker or a.task_id = any (t.depends_on) or baton_private.can_see_task(s, me))
-    order by a.created_at;
-end
-$function$
+AS $function$begin return query select * from baton_private.task_inputs($1); end$function$
 ;
 
 -- triggers ----------------------------------------------------------------------------------------
@@ -3972,7 +4218,7 @@ create policy "Agents can read the allowed transitions" on public.task_status_tr
   using ((( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL));
 
 create policy "Agents can listen on their own topic, their capabilities' topic" on realtime.messages as permissive for select to authenticated
-  using (((extension = 'broadcast'::text) AND baton_private.may_listen(realtime.topic())));
+  using (((extension = 'broadcast'::text) AND ( SELECT baton_private.may_listen(( SELECT realtime.topic() AS topic)) AS may_listen)));
 
 -- grants ------------------------------------------------------------------------------------------
 
@@ -4020,11 +4266,35 @@ function: baton_private.agent_capabilities(agent text) EXECUTE to service_role
 
 function: baton_private.ancestor_ids(p_task_id uuid) EXECUTE to postgres
 
+function: baton_private.answer_question(p_task_id uuid, p_answer text) EXECUTE to authenticated
+
+function: baton_private.answer_question(p_task_id uuid, p_answer text) EXECUTE to postgres
+
+function: baton_private.answer_question(p_task_id uuid, p_answer text) EXECUTE to service_role
+
 function: baton_private.apply_retention() EXECUTE to postgres
+
+function: baton_private.ask_question(p_task_id uuid, p_question text) EXECUTE to authenticated
+
+function: baton_private.ask_question(p_task_id uuid, p_question text) EXECUTE to postgres
+
+function: baton_private.ask_question(p_task_id uuid, p_question text) EXECUTE to service_role
+
+function: baton_private.attach_artifact(p_task_id uuid, p_name text, p_media_type text, p_content bytea, p_uri text, p_sha256 text, p_size_bytes bigint) EXECUTE to authenticated
+
+function: baton_private.attach_artifact(p_task_id uuid, p_name text, p_media_type text, p_content bytea, p_uri text, p_sha256 text, p_size_bytes bigint) EXECUTE to postgres
+
+function: baton_private.attach_artifact(p_task_id uuid, p_name text, p_media_type text, p_content bytea, p_uri text, p_sha256 text, p_size_bytes bigint) EXECUTE to service_role
 
 function: baton_private.baton_relations() EXECUTE to postgres
 
 function: baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) EXECUTE to postgres
+
+function: baton_private.begin_incarnation() EXECUTE to authenticated
+
+function: baton_private.begin_incarnation() EXECUTE to postgres
+
+function: baton_private.begin_incarnation() EXECUTE to service_role
 
 function: baton_private.can_see_message(message_id uuid, agent text) EXECUTE to anon
 
@@ -4035,6 +4305,18 @@ function: baton_private.can_see_message(message_id uuid, agent text) EXECUTE to 
 function: baton_private.can_see_message(message_id uuid, agent text) EXECUTE to service_role
 
 function: baton_private.can_see_task(t public.task_handoffs, agent text) EXECUTE to postgres
+
+function: baton_private.cancel_task(p_task_id uuid, p_reason text) EXECUTE to authenticated
+
+function: baton_private.cancel_task(p_task_id uuid, p_reason text) EXECUTE to postgres
+
+function: baton_private.cancel_task(p_task_id uuid, p_reason text) EXECUTE to service_role
+
+function: baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to authenticated
+
+function: baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to postgres
+
+function: baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to service_role
 
 function: baton_private.check_expected_outputs(outputs jsonb) EXECUTE to anon
 
@@ -4086,11 +4368,29 @@ function: baton_private.check_result(result jsonb) EXECUTE to service_role
 
 function: baton_private.claim_expires_at(t public.task_handoffs, holder public.agents) EXECUTE to postgres
 
+function: baton_private.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) EXECUTE to authenticated
+
+function: baton_private.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) EXECUTE to postgres
+
+function: baton_private.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) EXECUTE to service_role
+
+function: baton_private.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) EXECUTE to authenticated
+
+function: baton_private.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) EXECUTE to postgres
+
+function: baton_private.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) EXECUTE to service_role
+
 function: baton_private.claimable_exists(me text, mine text[], queues text[]) EXECUTE to postgres
 
 function: baton_private.compile_transitions() EXECUTE to postgres
 
 function: baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) EXECUTE to postgres
+
+function: baton_private.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb) EXECUTE to authenticated
+
+function: baton_private.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb) EXECUTE to postgres
+
+function: baton_private.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb) EXECUTE to service_role
 
 function: baton_private.create_follow_up(parent public.task_handoffs, request jsonb, agent text) EXECUTE to postgres
 
@@ -4106,15 +4406,45 @@ function: baton_private.current_agent_id() EXECUTE to postgres
 
 function: baton_private.current_agent_id() EXECUTE to service_role
 
+function: baton_private.decline_task(p_task_id uuid, p_claim_token uuid, p_reason text) EXECUTE to authenticated
+
+function: baton_private.decline_task(p_task_id uuid, p_claim_token uuid, p_reason text) EXECUTE to postgres
+
+function: baton_private.decline_task(p_task_id uuid, p_claim_token uuid, p_reason text) EXECUTE to service_role
+
 function: baton_private.dependents_of(ids uuid[]) EXECUTE to postgres
 
 function: baton_private.event_actor() EXECUTE to postgres
+
+function: baton_private.fail_task(p_task_id uuid, p_claim_token uuid, p_error text, p_retry boolean, p_problems jsonb) EXECUTE to authenticated
+
+function: baton_private.fail_task(p_task_id uuid, p_claim_token uuid, p_error text, p_retry boolean, p_problems jsonb) EXECUTE to postgres
+
+function: baton_private.fail_task(p_task_id uuid, p_claim_token uuid, p_error text, p_retry boolean, p_problems jsonb) EXECUTE to service_role
+
+function: baton_private.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) EXECUTE to authenticated
+
+function: baton_private.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) EXECUTE to postgres
+
+function: baton_private.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) EXECUTE to service_role
 
 function: baton_private.free_capacity(agent text) EXECUTE to postgres
 
 function: baton_private.hand_back_lost_claims(ids uuid[], reasons text[], what text) EXECUTE to postgres
 
 function: baton_private.handoff_item(item jsonb) EXECUTE to postgres
+
+function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to authenticated
+
+function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to postgres
+
+function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to service_role
+
+function: baton_private.handoff_tasks(p_tasks jsonb) EXECUTE to authenticated
+
+function: baton_private.handoff_tasks(p_tasks jsonb) EXECUTE to postgres
+
+function: baton_private.handoff_tasks(p_tasks jsonb) EXECUTE to service_role
 
 function: baton_private.is_artifact_name(value text) EXECUTE to anon
 
@@ -4140,6 +4470,10 @@ function: baton_private.is_slug(value text) EXECUTE to postgres
 
 function: baton_private.is_slug(value text) EXECUTE to service_role
 
+function: baton_private.issue_agent_token(p_agent_id text, p_expires_at timestamp with time zone) EXECUTE to postgres
+
+function: baton_private.issue_agent_token(p_agent_id text, p_expires_at timestamp with time zone) EXECUTE to service_role
+
 function: baton_private.lapse_reason(t public.task_handoffs, holder public.agents) EXECUTE to postgres
 
 function: baton_private.lapsed_claims(held_status public.task_status) EXECUTE to postgres
@@ -4156,17 +4490,63 @@ function: baton_private.may_listen(topic text) EXECUTE to authenticated
 
 function: baton_private.may_listen(topic text) EXECUTE to postgres
 
+function: baton_private.my_tasks(p_statuses public.task_status[], p_limit integer) EXECUTE to authenticated
+
+function: baton_private.my_tasks(p_statuses public.task_status[], p_limit integer) EXECUTE to postgres
+
+function: baton_private.my_tasks(p_statuses public.task_status[], p_limit integer) EXECUTE to service_role
+
 function: baton_private.open_tasks_of(me text, statuses public.task_status[], wanted integer) EXECUTE to postgres
 
 function: baton_private.overdue_tasks() EXECUTE to postgres
+
+function: baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) EXECUTE to authenticated
+
+function: baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) EXECUTE to postgres
+
+function: baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) EXECUTE to service_role
 
 function: baton_private.record_beat(agent text) EXECUTE to postgres
 
 function: baton_private.recount_open_tasks(agent text, adding integer) EXECUTE to postgres
 
+function: baton_private.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) EXECUTE to postgres
+
+function: baton_private.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) EXECUTE to service_role
+
+function: baton_private.reject_task(p_task_id uuid, p_reason text) EXECUTE to authenticated
+
+function: baton_private.reject_task(p_task_id uuid, p_reason text) EXECUTE to postgres
+
+function: baton_private.reject_task(p_task_id uuid, p_reason text) EXECUTE to service_role
+
 function: baton_private.release_dependents_of(ended public.task_handoffs) EXECUTE to postgres
 
+function: baton_private.release_task(p_task_id uuid, p_claim_token uuid, p_reason text) EXECUTE to authenticated
+
+function: baton_private.release_task(p_task_id uuid, p_claim_token uuid, p_reason text) EXECUTE to postgres
+
+function: baton_private.release_task(p_task_id uuid, p_claim_token uuid, p_reason text) EXECUTE to service_role
+
 function: baton_private.release_waiting(d public.task_handoffs) EXECUTE to postgres
+
+function: baton_private.report_and_claim(p_outcomes jsonb, p_claim integer, p_capabilities text[], p_lease_seconds integer) EXECUTE to authenticated
+
+function: baton_private.report_and_claim(p_outcomes jsonb, p_claim integer, p_capabilities text[], p_lease_seconds integer) EXECUTE to postgres
+
+function: baton_private.report_and_claim(p_outcomes jsonb, p_claim integer, p_capabilities text[], p_lease_seconds integer) EXECUTE to service_role
+
+function: baton_private.report_outcomes(p_outcomes jsonb) EXECUTE to authenticated
+
+function: baton_private.report_outcomes(p_outcomes jsonb) EXECUTE to postgres
+
+function: baton_private.report_outcomes(p_outcomes jsonb) EXECUTE to service_role
+
+function: baton_private.report_progress(p_task_id uuid, p_message text, p_percent integer) EXECUTE to authenticated
+
+function: baton_private.report_progress(p_task_id uuid, p_message text, p_percent integer) EXECUTE to postgres
+
+function: baton_private.report_progress(p_task_id uuid, p_message text, p_percent integer) EXECUTE to service_role
 
 function: baton_private.request_incarnation() EXECUTE to postgres
 
@@ -4178,9 +4558,25 @@ function: baton_private.rest_write_hint(relation text, method text) EXECUTE to p
 
 function: baton_private.retry_delay(attempt integer) EXECUTE to postgres
 
+function: baton_private.retry_task(p_task_id uuid) EXECUTE to authenticated
+
+function: baton_private.retry_task(p_task_id uuid) EXECUTE to postgres
+
+function: baton_private.retry_task(p_task_id uuid) EXECUTE to service_role
+
+function: baton_private.revoke_agent_tokens(p_agent_id text) EXECUTE to postgres
+
+function: baton_private.revoke_agent_tokens(p_agent_id text) EXECUTE to service_role
+
 function: baton_private.run_recurring() EXECUTE to postgres
 
 function: baton_private.schedule_sweep() EXECUTE to postgres
+
+function: baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to authenticated
+
+function: baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to postgres
+
+function: baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to service_role
 
 function: baton_private.set_note(note text) EXECUTE to postgres
 
@@ -4189,6 +4585,42 @@ function: baton_private.settings() EXECUTE to authenticated
 function: baton_private.settings() EXECUTE to postgres
 
 function: baton_private.settings() EXECUTE to service_role
+
+function: baton_private.start_task(p_task_id uuid, p_claim_token uuid) EXECUTE to authenticated
+
+function: baton_private.start_task(p_task_id uuid, p_claim_token uuid) EXECUTE to postgres
+
+function: baton_private.start_task(p_task_id uuid, p_claim_token uuid) EXECUTE to service_role
+
+function: baton_private.sweep_tasks() EXECUTE to authenticated
+
+function: baton_private.sweep_tasks() EXECUTE to postgres
+
+function: baton_private.sweep_tasks() EXECUTE to service_role
+
+function: baton_private.task_ancestors(p_task_id uuid) EXECUTE to authenticated
+
+function: baton_private.task_ancestors(p_task_id uuid) EXECUTE to postgres
+
+function: baton_private.task_ancestors(p_task_id uuid) EXECUTE to service_role
+
+function: baton_private.task_chain(p_task_id uuid) EXECUTE to authenticated
+
+function: baton_private.task_chain(p_task_id uuid) EXECUTE to postgres
+
+function: baton_private.task_chain(p_task_id uuid) EXECUTE to service_role
+
+function: baton_private.task_dependencies(p_task_id uuid) EXECUTE to authenticated
+
+function: baton_private.task_dependencies(p_task_id uuid) EXECUTE to postgres
+
+function: baton_private.task_dependencies(p_task_id uuid) EXECUTE to service_role
+
+function: baton_private.task_inputs(p_task_id uuid) EXECUTE to authenticated
+
+function: baton_private.task_inputs(p_task_id uuid) EXECUTE to postgres
+
+function: baton_private.task_inputs(p_task_id uuid) EXECUTE to service_role
 
 function: baton_private.task_not_found(p_task_id uuid, agent text) EXECUTE to postgres
 
@@ -4834,21 +5266,85 @@ comment on column public.waiting_tasks.to_agent is 'Whom it is addressed to, or 
 
 comment on column public.waiting_tasks.waiting_on is 'How many dependencies are still unresolved.';
 
+comment on function baton_private.answer_question(p_task_id uuid, p_answer text) is 'The sender answers the holder''s question; the task resumes (input_required to in_progress).';
+
+comment on function baton_private.ask_question(p_task_id uuid, p_question text) is 'The holder asks the sender a question; the task waits in input_required (keeping its claim) until answered.';
+
+comment on function baton_private.attach_artifact(p_task_id uuid, p_name text, p_media_type text, p_content bytea, p_uri text, p_sha256 text, p_size_bytes bigint) is 'The holder attaches (or replaces) an artifact of a task it holds: inline content up to 1 MiB, or a uri.';
+
 comment on function baton_private.baton_relations() is 'Every relation Baton serves through the API, tables and views: what the request check guards. A relation added later is added here too (test/rules.enumerate.test.ts fails until it is).';
 
 comment on function baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean) is 'Whether a request from this agent should note that it was heard from: it was last heard from over a second ago, never, or it was marked inactive.';
 
+comment on function baton_private.begin_incarnation() is 'A new process starts as the calling agent: records a new incarnation, tells the agent''s topic (event incarnation), and hands back every claim the agent held (never started: pending without counting an attempt; in progress: pending after its attempt, or failed on the last), with the reason in the history; what it hands back may be claimed again after one of the agent''s wake-ups (at most 10 s), by when an earlier process still alive has stopped its executors. Daemons call it on start; hand-driven agents with baton status --restarted. Returns {incarnation, claimable_at (when what it handed back may be claimed; null if nothing), requeued_unstarted, requeued_expired, dead_lettered}.';
+
+comment on function baton_private.cancel_task(p_task_id uuid, p_reason text) is 'The sender withdraws a task that is not final.';
+
+comment on function baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, and until when does it hold (baton_private.claim_expires_at)? With p_renew, restarts the leases of those that are current.';
+
 comment on function baton_private.check_incarnation(agent text) is 'The incarnation the request names (null by hand), after checking that it is still the agent''s current one (else BT016: superseded).';
+
+comment on function baton_private.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) is 'Claims up to p_limit tasks (never beyond the agent''s free capacity): addressed ones first, then broadcasts it can do, highest priority then oldest. Concurrent callers never get the same task.';
+
+comment on function baton_private.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) is 'Claims one task for the calling agent (and starts it with p_start). Of agents racing for a task exactly one wins; the others get BT004.';
 
 comment on function baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) is 'Completes the tasks `agent` holds with the given claim tokens and results, in one update, after locking the agent and then the tasks by id; returns the ids completed (a task not held, not current, not in progress or missing a required output is left for the caller to refuse one by one).';
 
+comment on function baton_private.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb) is 'The holder completes a task in progress with its result; the claim token must be current and every required expected output attached (else BT012). A result.handoff creates the follow-up task in the same transaction.';
+
+comment on function baton_private.decline_task(p_task_id uuid, p_claim_token uuid, p_reason text) is 'The holder hands back a task it cannot do, without counting an attempt: addressed to it, the task is rejected with the reason; a broadcast goes back to pending for another agent and is never offered to this one again.';
+
+comment on function baton_private.fail_task(p_task_id uuid, p_claim_token uuid, p_error text, p_retry boolean, p_problems jsonb) is 'The holder reports failure. With p_retry the task goes back to pending while attempts remain; otherwise it fails for good.';
+
+comment on function baton_private.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) is 'Hands off up to 100 sub-tasks of p_parent_task_id and the join task that depends on them, in one transaction. p_join: {mode: first|all|judge, title?, to_agent?, capability? (judge, default "judge"), payload?, expected_outputs?, on_failure?: cancel|run}. Returns {tasks: [ids], join: id}.';
+
+comment on function baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) is 'Hands off a task as the calling agent: to p_to_agent, or to every agent holding p_required_capabilities when p_to_agent is null. With p_depends_on it waits until those tasks complete (p_dependency_mode all or any; p_on_dependency_failure cancel or run); with p_run_at it is not claimable before then. With p_allow_offline = false an offline addressee is refused (BT011).';
+
+comment on function baton_private.handoff_tasks(p_tasks jsonb) is 'Hands off many tasks in one call, each as handoff_task would (its arguments without the p_ prefix); a refused one comes back with its index, code, message and hint, and the others are made.';
+
+comment on function baton_private.issue_agent_token(p_agent_id text, p_expires_at timestamp with time zone) is 'Operator only: issues another token id for an existing agent.';
+
 comment on function baton_private.lock_task(p_task_id uuid, agent text) is 'Locks a task for a change by `agent`, after the agent''s own row (the one lock order: agent, then tasks by id); not found, or not visible to the agent, is BT002.';
+
+comment on function baton_private.my_tasks(p_statuses public.task_status[], p_limit integer) is 'The caller''s inbox: tasks addressed to it or held by it, highest priority first, then oldest; the open ones unless p_statuses names others (null: every status). Open tasks are read from the front of their indexes, however long the history.';
+
+comment on function baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) is 'The sender gives a task that is not final to another agent; a held task goes back to pending for it. Noted in task_events.';
 
 comment on function baton_private.record_beat(agent text) is 'Notes that an agent was heard from, as the request commits (trigger note_at_commit on baton_private.pending_beats): a request that is refused notes nothing.';
 
+comment on function baton_private.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) is 'Operator only: registers an agent and issues its first token id (sign it into a JWT with the project''s JWT secret).';
+
+comment on function baton_private.reject_task(p_task_id uuid, p_reason text) is 'The addressee declines a pending task, with a reason.';
+
+comment on function baton_private.release_task(p_task_id uuid, p_claim_token uuid, p_reason text) is 'The holder hands a task back to pending, for another agent or later; the attempt does not count.';
+
+comment on function baton_private.report_and_claim(p_outcomes jsonb, p_claim integer, p_capabilities text[], p_lease_seconds integer) is 'report_outcomes(p_outcomes), then claim_next_tasks for up to p_claim tasks (started), in one request: {outcomes: [as report_outcomes], claimed: [tasks], claim_error: {code, message, hint} or null}. What a daemon with free slots calls when it reports.';
+
+comment on function baton_private.report_outcomes(p_outcomes jsonb) is 'Completes or fails many held tasks in one call, each by the rules of complete_task and fail_task; a refused one comes back with its code, message and hint, and the others are not affected.';
+
+comment on function baton_private.report_progress(p_task_id uuid, p_message text, p_percent integer) is 'The holder reports progress: stored on the task and sent to the sender as a progress message.';
+
 comment on function baton_private.request_incarnation() is 'The incarnation the request names in its X-Baton-Incarnation header (a daemon names the one it began as), or null for a request made by hand; a malformed one is BT005.';
 
+comment on function baton_private.retry_task(p_task_id uuid) is 'A new attempt at a failed task: a new task with the same work, sent as the original sender, linked by retry_of. Its sender or the operator (service role) may retry; one open retry at a time.';
+
+comment on function baton_private.revoke_agent_tokens(p_agent_id text) is 'Operator only: revokes every token of an agent at once.';
+
 comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks every minute with pg_cron where it exists (enabling it where it is preloaded), and says what it did. Run it again after enabling pg_cron on a project that did not have it.';
+
+comment on function baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) is 'The calling agent says it is alive (server time), optionally with a status line and how often it wakes (p_poll_interval); p_active = false marks a clean stop. With p_incarnation, refused (BT016) when a later process of the same agent began since: the caller was superseded.';
+
+comment on function baton_private.start_task(p_task_id uuid, p_claim_token uuid) is 'The holder starts a claimed task.';
+
+comment on function baton_private.sweep_tasks() is 'Re-queues claims that lapsed (the holder went unheard for two of its wake-ups, or the lease if longer), fails tasks out of attempts, cancels pending tasks past their deadline, makes the tasks of due recurring hand-offs (one per slot) and deletes finished chains past baton_settings.keep_finished. Cheap when nothing is due; one sweep runs at a time however many daemons call it. "scheduled" says whether pg_cron runs it (job baton-sweep), in which case daemons leave it to pg_cron. Schedule it with pg_cron on a hosted project: select public.sweep_tasks();';
+
+comment on function baton_private.task_ancestors(p_task_id uuid) is 'The tasks a task was handed off within, nearest first: all of them for whoever works on the task, else those the caller may see itself.';
+
+comment on function baton_private.task_chain(p_task_id uuid) is 'The chain of a task the caller may see, as task_lineage rows: what the task led to, the tasks the caller may see itself, and the ancestors of a task it works on.';
+
+comment on function baton_private.task_dependencies(p_task_id uuid) is 'The tasks a task depends on (in the order it names them), with their status, result and reason, for anyone who may see the task: its executor reads the results it works from here.';
+
+comment on function baton_private.task_inputs(p_task_id uuid) is 'The artifacts a task works from: its named inputs, its parent chain''s and those of the tasks it depends on. All of them for whoever works on the task; for others, those on tasks they may see and the dependencies''.';
 
 comment on function baton_private.transition_allowed(from_status public.task_status, to_status public.task_status) is 'Whether task_status_transitions allows a task to go from from_status to to_status; compiled from that table (baton_private.compile_transitions) whenever it changes.';
 

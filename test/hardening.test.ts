@@ -216,8 +216,14 @@ describe('privileges', () => {
       select p.proname, has_function_privilege('anon', p.oid, 'execute') as anon, has_function_privilege('authenticated', p.oid, 'execute') as authed
       from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'baton_private'`);
     expect(rows.length).toBeGreaterThan(40);
+    // Besides the helpers, exactly the RPCs behind public's entry points, which run as their caller.
+    const { rows: entryPoints } = await db.query<{ proname: string }>(`
+      select p.proname from pg_proc p
+      where p.pronamespace = 'public'::regnamespace and has_function_privilege('authenticated', p.oid, 'execute')`);
+    expect(entryPoints.length).toBeGreaterThan(20);
     const executable = rows.filter((r) => r.anon || r.authed).map((r) => r.proname).sort();
-    expect(executable).toEqual(helpers);
+    expect(executable).toEqual([...helpers, ...entryPoints.map((r) => r.proname)].sort());
+    expect(rows.filter((r) => r.anon && !helpers.includes(r.proname))).toEqual([]);
 
     const added = uniqueId('added').replace('-', '_');
     await db.query(`create function baton_private.${added}() returns int language sql as 'select 1'`);

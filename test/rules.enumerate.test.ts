@@ -156,3 +156,95 @@ describe('the functions the API serves', () => {
     expect(answered).toEqual(['sweep_tasks()']);
   });
 });
+
+/**
+ * The checks of Supabase's Security and Performance Advisors that matter for Baton (the lints of
+ * supabase/splinter, the numbers below are theirs), written as catalogue queries over what Baton owns:
+ * each answers the objects that break its rule. Each must answer nothing on the migrated schema, and
+ * something once a defect of its kind is planted (in a transaction, rolled back).
+ */
+const advisorChecks: { lint: string; query: string; plant: string[]; keep?: (row: Record<string, string>) => boolean }[] = [
+  {
+    lint: '0028/0029 a SECURITY DEFINER function an API role can run in an exposed schema',
+    query: `select p.oid::regprocedure::text from pg_proc p
+            where p.pronamespace = 'public'::regnamespace and p.prosecdef
+              and (has_function_privilege('anon', p.oid, 'execute') or has_function_privilege('authenticated', p.oid, 'execute'))`,
+    plant: [`create function public.planted() returns int language sql security definer set search_path = '' as 'select 1'`,
+      'grant execute on function public.planted() to authenticated'],
+  },
+  {
+    lint: '0011 a function whose search_path the caller decides',
+    query: `select p.oid::regprocedure::text from pg_proc p
+            where p.pronamespace in ('public'::regnamespace, 'baton_private'::regnamespace)
+              and not exists (select from pg_depend d where d.objid = p.oid and d.deptype = 'e')
+              and not exists (select from unnest(coalesce(p.proconfig, '{}')) c where c like 'search_path=%')`,
+    plant: [`create function baton_private.planted() returns int language sql as 'select 1'`],
+  },
+  {
+    lint: '0013 a table in an exposed schema without row-level security',
+    query: `select c.oid::regclass::text from pg_class c
+            where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p') and not c.relrowsecurity`,
+    plant: ['create table public.planted (id int)'],
+  },
+  {
+    lint: '0010 a view in an exposed schema read with its owner\'s rights',
+    query: `select c.oid::regclass::text from pg_class c
+            where c.relnamespace = 'public'::regnamespace and c.relkind = 'v'
+              and not coalesce('security_invoker=true' = any (c.reloptions), false)`,
+    plant: ['create view public.planted as select 1 as one'],
+  },
+  {
+    lint: '0001 a foreign key without an index that starts with its columns',
+    query: `select k.conrelid::regclass::text || ' ' || k.conname from pg_constraint k
+            where k.contype = 'f' and k.connamespace in ('public'::regnamespace, 'baton_private'::regnamespace)
+              and not exists (select from pg_index i where i.indrelid = k.conrelid
+                                and (i.indkey::int2[])[0:cardinality(k.conkey) - 1] = k.conkey)`,
+    plant: ['create table public.planted (task_id uuid references public.task_handoffs (id))'],
+  },
+  {
+    lint: '0003 a policy that calls a function of nothing in the row once per row, not once per query',
+    query: `select p.schemaname || '.' || p.tablename || ': ' || p.policyname as policy,
+                   coalesce(p.qual, '') || ' ' || coalesce(p.with_check, '') as expression
+            from pg_policies p where p.schemaname in ('public', 'realtime')`,
+    keep: (row) => callsPerRow(row.expression!),
+    plant: ['create table public.planted (id int)', 'alter table public.planted enable row level security',
+      'create policy planted on public.planted for select to authenticated using (baton_private.current_agent_id() is not null)'],
+  },
+];
+
+/**
+ * Whether a policy's expression calls a function without arguments outside a sub-select: such a call
+ * depends on nothing in the row, and only inside `(SELECT …)` does Postgres run it once per query.
+ */
+function callsPerRow(expression: string): boolean {
+  let outside = '';
+  for (let i = 0, depth = 0, skipping = -1; i < expression.length; i++) {
+    if (expression[i] === '(') {
+      depth++;
+      if (skipping < 0 && /^\(\s*SELECT\b/.test(expression.slice(i))) skipping = depth;
+    }
+    if (skipping < 0) outside += expression[i];
+    if (expression[i] === ')') {
+      if (depth === skipping) skipping = -1;
+      depth--;
+    }
+  }
+  return /[a-z_]+\.[a-z_]+\(\)/.test(outside);
+}
+
+describe("Supabase's advisors, as catalogue checks", () => {
+  it.each(advisorChecks.map((c) => [c.lint, c]))('%s: none in the schema, and a planted one is found', async (_lint, check) => {
+    const found = async (client: pg.Pool | pg.PoolClient) => (await client.query<Record<string, string>>(check.query)).rows
+      .filter((row) => check.keep?.(row) ?? true).map((row) => Object.values(row)[0]);
+    expect(await found(db)).toEqual([]);
+    const client = await db.connect();
+    try {
+      await client.query('begin');
+      for (const statement of check.plant) await client.query(statement);
+      expect((await found(client)).join(' ')).toContain('planted');
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+});
