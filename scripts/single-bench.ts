@@ -36,8 +36,11 @@ try {
   const { env } = stack;
   await db.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
   if (process.env.BENCH_PROFILE) {
-    await db.query("alter system set track_functions = 'all'");
-    await db.query('select pg_reload_conf()');
+    const superuser = new pg.Client({ connectionString: stack.adminUrl });
+    await superuser.connect();
+    await superuser.query("alter system set track_functions = 'all'");
+    await superuser.query('select pg_reload_conf()');
+    await superuser.end();
   }
   const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
   const connect = async (id: string): Promise<BatonClient> => {

@@ -6,12 +6,14 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/stack/ports.js';
-import { readRuntime, readSecrets, stackEnv, type StackEnv } from '../src/stack/state.js';
+import { readRuntime, readSecrets, stackEnv, superuserOf, type StackEnv } from '../src/stack/state.js';
 
 const cli = fileURLToPath(new URL('../src/cli/index.ts', import.meta.url));
 
 export interface StackProcess {
   env: StackEnv;
+  /** The cluster's superuser, for what `postgres` may not do (ALTER SYSTEM). */
+  adminUrl: string;
   /** The stack's Node process (gateway and realtime); Postgres and PostgREST are its children. */
   pid: number;
   stop(): Promise<void>;
@@ -41,6 +43,7 @@ export async function startStackProcess(dir: string): Promise<StackProcess> {
   const secrets = readSecrets(dir)!;
   return {
     env: stackEnv(secrets, apiPort, dbPort),
+    adminUrl: superuserOf(secrets, dbPort).url,
     pid: child.pid!,
     async stop() {
       child.kill('SIGTERM');

@@ -4886,6 +4886,8 @@ schema: schema public USAGE to authenticated
 
 schema: schema public CREATE, USAGE to pg_database_owner
 
+schema: schema public CREATE, USAGE to postgres
+
 schema: schema public USAGE to public
 
 schema: schema public USAGE to service_role

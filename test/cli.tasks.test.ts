@@ -180,7 +180,11 @@ describe('baton task commands', async () => {
   it('fails with or without a retry, rejects, cancels, releases and reassigns', async () => {
     const retried = await handoff('--max-attempts', '2');
     await asCoder('claim', retried.id);
-    expect(Task.parse(parsed(await asCoder('fail', retried.id, 'flaky', '--retry', '--json'))).status).toBe('pending');
+    const backingOff = Task.parse(parsed(await asCoder('fail', retried.id, 'flaky', '--retry', '--json')));
+    expect(backingOff.status).toBe('pending');
+    expect(Date.parse(backingOff.not_before!)).toBeGreaterThan(Date.parse(backingOff.updated_at));
+    // The backoff is seconds long; a claim on a loaded machine may come after it. Made an hour here.
+    await db.query(`update task_handoffs set not_before = now() + interval '1 hour' where id = $1`, [retried.id]);
     const early = await asCoder('claim', retried.id);
     expect(early.code).toBe(1);
     expect(early.stderr).toMatch(/is backing off after a failure until .* — Claim it again in \d+ s\./);

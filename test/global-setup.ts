@@ -10,6 +10,8 @@ import type { StackEnv } from '../src/stack/state.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     stack: StackEnv;
+    /** The cluster's superuser, for the few checks that must reach past what `postgres` may do. */
+    adminUrl: string;
   }
 }
 
@@ -18,6 +20,7 @@ export default async function setup(project: TestProject) {
   const apiPort = await freePort();
   const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
   project.provide('stack', stack.env);
+  project.provide('adminUrl', stack.adminUrl);
   return async () => {
     await stack.stop();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -34,9 +34,13 @@ export async function newAgent(
 /** A client without the generated schema types, for calls the types would refuse (the database must too). */
 export const untyped = (db: BatonDb) => db as unknown as SupabaseClient;
 
-/** A superuser pool, to check what is stored without going through RLS; closed after the file. */
-export function database(): pg.Pool {
-  const pool = new pg.Pool({ connectionString: stack.DATABASE_URL, max: 4 });
+/**
+ * A pool of the project's `postgres` role (BYPASSRLS, no superuser, as on hosted), to check what is
+ * stored without going through RLS; closed after the file. `{ superuser: true }` for what only the
+ * cluster's superuser may do (its catalogue).
+ */
+export function database({ superuser = false } = {}): pg.Pool {
+  const pool = new pg.Pool({ connectionString: superuser ? inject('adminUrl') : stack.DATABASE_URL, max: 4 });
   afterAll(() => pool.end());
   return pool;
 }

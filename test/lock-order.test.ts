@@ -152,7 +152,8 @@ describe('a deadlock is transient', () => {
         },
       },
     });
-    const db = new pg.Client({ connectionString: own.env.DATABASE_URL });
+    // The superuser: only it may lengthen its own deadlock_timeout.
+    const db = new pg.Client({ connectionString: own.adminUrl });
     await db.connect();
     try {
       await agent.start();

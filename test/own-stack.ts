@@ -17,6 +17,8 @@ export interface OwnStack {
   /** The stack's folder (its secrets and data). */
   dir: string;
   env: StackEnv;
+  /** The cluster's superuser, for the few checks that must reach past what `postgres` may do. */
+  adminUrl: string;
   admin: AdminClient;
   /** The stack's gateway, to stop and start again. */
   gateway: Stack['gateway'];
@@ -32,6 +34,7 @@ export function ownStack(prefix: string): OwnStack {
   const own = {
     dir,
     env: undefined as unknown as StackEnv,
+    adminUrl: '',
     admin: undefined as unknown as AdminClient,
     gateway: undefined as unknown as Stack['gateway'],
     database: undefined as unknown as Stack['database'],
@@ -45,6 +48,7 @@ export function ownStack(prefix: string): OwnStack {
     const apiPort = await freePort();
     stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
     own.env = stack.env;
+    own.adminUrl = stack.adminUrl;
     own.gateway = stack.gateway;
     own.database = stack.database;
     own.admin = adminFor(stack.env);

@@ -5,7 +5,7 @@
  * open task once misled, on a stack of its own.
  */
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { admin, database, stack, uniqueId } from './helpers.js';
 
 const db = database();
@@ -109,7 +109,8 @@ describe('query plans', () => {
     const capability = uniqueId('plan-cap');
     await admin.createAgent({ id: sender });
     await admin.createAgent({ id: worker, capabilities: [capability] });
-    const client = new pg.Client({ connectionString: stack.DATABASE_URL });
+    // The superuser: only it may load auto_explain.
+    const client = new pg.Client({ connectionString: inject('adminUrl') });
     await client.connect();
     const plans: Array<{ 'Query Text': string; Plan: PlanNode & { 'Index Name'?: string } }> = [];
     client.on('notice', (notice) => {

@@ -210,7 +210,30 @@ const advisorChecks: { lint: string; query: string; plant: string[]; keep?: (row
     plant: ['create table public.planted (id int)', 'alter table public.planted enable row level security',
       'create policy planted on public.planted for select to authenticated using (baton_private.current_agent_id() is not null)'],
   },
+  {
+    lint: "pg-safeupdate (hosted loads it in PostgREST's sessions): an UPDATE or DELETE without WHERE",
+    query: `select p.oid::regprocedure::text as function, p.prosrc as source from pg_proc p
+            where p.pronamespace in ('public'::regnamespace, 'baton_private'::regnamespace)
+              and p.prolang in (select l.oid from pg_language l where l.lanname in ('sql', 'plpgsql'))`,
+    keep: (row) => writesWithoutWhere(row.source!),
+    plant: [`create function baton_private.planted() returns void language sql as 'delete from public.task_declines'`],
+  },
 ];
+
+/**
+ * Whether a function's source has an UPDATE or DELETE statement without WHERE, which hosted's
+ * pg-safeupdate refuses in every statement of PostgREST's sessions, those inside functions included.
+ * Read from the text (string literals and comments left out), so dynamic SQL is not seen.
+ */
+function writesWithoutWhere(source: string): boolean {
+  const code = source.replace(/--[^\n]*/g, '').replace(/'(?:[^']|'')*'/g, "''");
+  const writes = /\b(?:update\s+(?:only\s+)?[\w."]+(?:\s+(?:as\s+)?(?!set\b)\w+)?\s+set\b|delete\s+from\b)/gi;
+  for (const write of code.matchAll(writes)) {
+    const end = code.indexOf(';', write.index);
+    if (!/\bwhere\b/i.test(code.slice(write.index, end < 0 ? undefined : end))) return true;
+  }
+  return false;
+}
 
 /**
  * Whether a policy's expression calls a function without arguments outside a sub-select: such a call

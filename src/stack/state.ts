@@ -19,6 +19,12 @@ export const Secrets = z.object({
   serviceRoleKey: z.string(),
   dbPassword: z.string(),
   authenticatorPassword: z.string(),
+  /**
+   * The password of the cluster's superuser `supabase_admin`, which a cluster made by this version
+   * has (its `postgres` is then hosted's non-superuser owner); absent for a cluster made earlier, whose
+   * superuser is `postgres`.
+   */
+  adminPassword: z.string().optional(),
 });
 export type Secrets = z.infer<typeof Secrets>;
 
@@ -63,6 +69,7 @@ export async function loadOrCreateSecrets(dir: string): Promise<Secrets> {
     serviceRoleKey: await mintRoleToken({ jwtSecret }, 'service_role'),
     dbPassword: randomSecret(24),
     authenticatorPassword: randomSecret(24),
+    adminPassword: randomSecret(24),
   };
   fs.mkdirSync(dir, { recursive: true });
   writeSecrets(file, secrets);
@@ -78,6 +85,20 @@ export function readSecrets(dir: string): Secrets | undefined {
   if (!fs.existsSync(file)) return undefined;
   const parsed = Secrets.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
   return parsed.success ? parsed.data : undefined;
+}
+
+/** The secrets with a superuser password, for a cluster about to be made; stored before it is. */
+export function withAdminPassword(dir: string, secrets: Secrets): Secrets {
+  if (secrets.adminPassword) return secrets;
+  const updated = { ...secrets, adminPassword: randomSecret(24) };
+  writeSecrets(stackPaths(dir).secrets, updated);
+  return updated;
+}
+
+/** Who the cluster's superuser is, and how to connect as it: the stack's own services do. */
+export function superuserOf(secrets: Secrets, dbPort: number): { user: string; password: string; url: string } {
+  const [user, password] = secrets.adminPassword ? ['supabase_admin', secrets.adminPassword] : ['postgres', secrets.dbPassword];
+  return { user, password, url: `postgresql://${user}:${password}@127.0.0.1:${dbPort}/postgres` };
 }
 
 /** Replaces the secrets file in one step, readable by its owner only. */
