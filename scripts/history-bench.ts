@@ -122,7 +122,7 @@ try {
     for (let i = 0; i < RUNS * 4; i++) {
       handoff.push(await timed(() => sender.handoff({ to: 'history-worker', title: `now ${i}`, payload: { i } })));
       let got: Awaited<ReturnType<BatonClient['claimNext']>> = [];
-      claim.push(await timed(async () => { got = await worker.claimNext({ limit: 1 }); }));
+      claim.push(await timed(async () => { got = await worker.claimNext({ limit: 1, start: true }); }));
       await worker.complete(got[0]!.id, got[0]!.claim_token!, { status: 'success' });
     }
     rows.push({ size, retention: median(retention), deleted: median(deleted), claim: median(claim), handoff: median(handoff) });
