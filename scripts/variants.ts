@@ -10,14 +10,14 @@
  *   echo "alter system set wal_sync_method = open_datasync" > open-datasync.sql
  *   npm run bench:variants -- /var/tmp/ab as-is.sql open-datasync.sql
  *
- * Each variant is a file of SQL, run whole as the database owner; then the configuration is reloaded.
+ * Each variant is a file of SQL, run whole as the cluster's superuser; then the configuration is reloaded.
  * The first should put back what the others change. ROUNDS (default 8) and CALLS (3,000 a round) size
  * the run; the stack's quotas are raised for it. Linux only: CPU is read from /proc.
  */
 import fs from 'node:fs';
 import pg from 'pg';
 import { createAdminClient, createBatonClient, parseSigningKey } from '../src/index.js';
-import { readRuntime, readSecrets, stackEnv } from '../src/stack/state.js';
+import { readRuntime, readSecrets, stackEnv, superuserOf } from '../src/stack/state.js';
 import { inParallel } from './peers.js';
 import { cpuSecondsWithChildren, processCpuSeconds } from './postgres-cpu.js';
 import { median } from './stats.js';
@@ -34,7 +34,8 @@ if (!runtime?.postgresPid || !runtime.postgrestPid || !secrets || variants.lengt
   process.exit(2);
 }
 const env = stackEnv(secrets, runtime.apiPort, runtime.dbPort);
-const ownerUrl = `postgresql://postgres:${encodeURIComponent(secrets.dbPassword)}@127.0.0.1:${runtime.dbPort}/postgres`;
+// The cluster's superuser: a variant may change settings or functions only it may.
+const ownerUrl = superuserOf(secrets, runtime.dbPort).url;
 
 async function apply(sql: string): Promise<void> {
   const db = new pg.Client({ connectionString: ownerUrl });

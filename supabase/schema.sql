@@ -728,28 +728,28 @@ $function$
 
 CREATE OR REPLACE FUNCTION baton_private.baton_relations()
  RETURNS text[]
- LANGUAGE sql
+ LANGUAGE plpgsql
  IMMUTABLE
  SET search_path TO ''
 AS $function$
-  select array[
+begin
+  return array[
     -- tables
     'agents', 'agent_tokens', 'agent_messages', 'agent_usage', 'baton_settings', 'recurring_handoffs',
     'task_handoffs', 'task_events', 'task_artifacts', 'task_declines', 'task_status_transitions',
     -- views
     'agent_presence', 'task_lineage', 'dead_letters', 'waiting_tasks', 'stuck_claims', 'task_queue', 'task_counts',
-    'task_throughput']
+    'task_throughput'];
+end
 $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.beat_due(last_heartbeat timestamp with time zone, is_active boolean)
  RETURNS boolean
- LANGUAGE sql
- STABLE PARALLEL SAFE
+ LANGUAGE plpgsql
+ STABLE
  SET search_path TO ''
-AS $function$
-  select last_heartbeat is null or last_heartbeat < now() - interval '1 second' or not is_active
-$function$
+AS $function$ begin return last_heartbeat is null or last_heartbeat < now() - interval '1 second' or not is_active; end $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.begin_incarnation()
@@ -1354,8 +1354,8 @@ begin
   ) f;
   execute pg_catalog.format($ddl$
     create or replace function baton_private.transition_allowed(from_status public.task_status, to_status public.task_status)
-    returns boolean language sql stable parallel safe
-    as $body$ select %s $body$
+    returns boolean language plpgsql stable parallel safe set search_path = ''
+    as $body$ begin return %s; end $body$
   $ddl$, case when cases = '' then 'false' -- an empty table allows no change at all
               else pg_catalog.format('coalesce(case from_status %s else false end, false)', cases) end);
 end
@@ -1559,10 +1559,10 @@ $function$
 
 CREATE OR REPLACE FUNCTION baton_private.current_agent_id()
  RETURNS text
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO ''
-AS $function$ select nullif(auth.jwt() ->> 'agent_id', '') $function$
+AS $function$ begin return nullif(auth.jwt() ->> 'agent_id', ''); end $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.decline_task(p_task_id uuid, p_claim_token uuid, p_reason text)
@@ -1616,12 +1616,14 @@ $function$
 
 CREATE OR REPLACE FUNCTION baton_private.event_actor()
  RETURNS text
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO ''
 AS $function$
-  select coalesce(nullif(pg_catalog.current_setting('baton.actor', true), ''), baton_private.current_agent_id(),
-                  nullif(auth.role(), ''), session_user)
+begin
+  return coalesce(nullif(pg_catalog.current_setting('baton.actor', true), ''), baton_private.current_agent_id(),
+                  nullif(auth.role(), ''), session_user);
+end
 $function$
 ;
 
@@ -1982,10 +1984,10 @@ $function$
 
 CREATE OR REPLACE FUNCTION baton_private.is_slug(value text)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  IMMUTABLE
  SET search_path TO ''
-AS $function$ select value operator(pg_catalog.~) '^[a-z0-9][a-z0-9._:-]{0,62}$' $function$
+AS $function$ begin return value operator(pg_catalog.~) '^[a-z0-9][a-z0-9._:-]{0,62}$'; end $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.issue_agent_token(p_agent_id text, p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
@@ -3802,18 +3804,18 @@ $function$
 
 CREATE OR REPLACE FUNCTION baton_private.transition_allowed(from_status public.task_status, to_status public.task_status)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE PARALLEL SAFE
  SET search_path TO ''
-AS $function$ select coalesce(case from_status when 'pending' then to_status in ('claimed'::public.task_status, 'in_progress'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status) when 'claimed' then to_status in ('pending'::public.task_status, 'in_progress'::public.task_status, 'cancelled'::public.task_status) when 'in_progress' then to_status in ('pending'::public.task_status, 'input_required'::public.task_status, 'completed'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status) when 'input_required' then to_status in ('in_progress'::public.task_status, 'cancelled'::public.task_status) else false end, false) $function$
+AS $function$ begin return coalesce(case from_status when 'pending' then to_status in ('claimed'::public.task_status, 'in_progress'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status) when 'claimed' then to_status in ('pending'::public.task_status, 'in_progress'::public.task_status, 'cancelled'::public.task_status) when 'in_progress' then to_status in ('pending'::public.task_status, 'input_required'::public.task_status, 'completed'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status) when 'input_required' then to_status in ('in_progress'::public.task_status, 'cancelled'::public.task_status) else false end, false); end $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.usage_slot()
  RETURNS smallint
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO ''
-AS $function$ select (pg_catalog.pg_backend_pid() % 64)::smallint $function$
+AS $function$ begin return (pg_catalog.pg_backend_pid() % 64)::smallint; end $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.use_quota(agent text, what text, quota integer, setting text)
@@ -3852,13 +3854,15 @@ $function$
 
 CREATE OR REPLACE FUNCTION baton_private.work_topic(to_agent text, required_capabilities text[])
  RETURNS text
- LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
+ LANGUAGE plpgsql
+ IMMUTABLE
  SET search_path TO ''
 AS $function$
-  select case when to_agent is not null then 'agent:' || to_agent
+begin
+  return case when to_agent is not null then 'agent:' || to_agent
               when cardinality(required_capabilities) = 0 then 'tasks:open'
-              else 'capability:' || required_capabilities[1] end
+              else 'capability:' || required_capabilities[1] end;
+end
 $function$
 ;
 
