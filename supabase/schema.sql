@@ -1011,19 +1011,20 @@ CREATE OR REPLACE FUNCTION baton_private.check_json_shape(value jsonb, what text
  SET search_path TO ''
 AS $function$
 declare
-  settings public.baton_settings;
+  max_depth integer;
+  max_keys integer;
   widest integer;
 begin
   if value is null or pg_catalog.jsonb_typeof(value) not in ('object', 'array') or value in ('{}'::jsonb, '[]'::jsonb) then
     return;
   end if;
-  settings := baton_private.settings();
+  select s.max_json_depth, s.max_json_keys into max_depth, max_keys from public.baton_settings s where s.id;
   if pg_catalog.pg_column_compression(value) is null
-     and pg_catalog.pg_column_size(value) < least(8 * settings.max_json_depth, 4 * settings.max_json_keys) then
+     and pg_catalog.pg_column_size(value) < least(8 * max_depth, 4 * max_keys) then
     return;
   end if;
-  if pg_catalog.jsonb_path_exists(value, pg_catalog.format('strict $.**{%s to last}', settings.max_json_depth)::jsonpath) then
-    raise exception '% nests deeper than % levels', what, settings.max_json_depth
+  if pg_catalog.jsonb_path_exists(value, pg_catalog.format('strict $.**{%s to last}', max_depth)::jsonpath) then
+    raise exception '% nests deeper than % levels', what, max_depth
       using errcode = 'BT005', hint = 'Flatten the structure; an operator can raise baton_settings.max_json_depth.';
   end if;
   select max(case pg_catalog.jsonb_typeof(node) when 'object' then (select count(*) from pg_catalog.jsonb_object_keys(node))
@@ -1031,8 +1032,8 @@ begin
   into widest
   from pg_catalog.jsonb_path_query(value, 'strict $.**') as node
   where pg_catalog.jsonb_typeof(node) in ('object', 'array');
-  if widest > settings.max_json_keys then
-    raise exception '% has an object or array of % entries; the limit is %', what, widest, settings.max_json_keys
+  if widest > max_keys then
+    raise exception '% has an object or array of % entries; the limit is %', what, widest, max_keys
       using errcode = 'BT005', hint = 'Split it up or link to it; an operator can raise baton_settings.max_json_keys.';
   end if;
 end
