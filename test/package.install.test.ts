@@ -1,6 +1,8 @@
 /**
  * The package as a user gets it: `npm pack`, installed globally into a fresh prefix, and run from an
  * empty folder: stack, agents, hand-off, claim, complete, all through the installed `baton` command.
+ * As root, all of it sits under a folder only root may enter (a home folder of 0700), which the
+ * `postgres` user cannot: its binaries and its cluster must be found a place it can reach.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +15,8 @@ import { makeStackDir } from './global-setup.js';
 
 const run = promisify(execFile);
 const work = makeStackDir('baton-package-');
+const asRoot = process.getuid?.() === 0;
+if (asRoot) fs.chmodSync(work, 0o700);
 const prefix = path.join(work, 'prefix');
 const folder = path.join(work, 'empty');
 const npm = (args: string[]) => run('npm', args, { cwd: work, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_loglevel: 'error' } });
@@ -20,6 +24,9 @@ const npm = (args: string[]) => run('npm', args, { cwd: work, maxBuffer: 16 * 10
 afterAll(async () => {
   const baton = path.join(prefix, 'bin', 'baton');
   if (fs.existsSync(baton)) await run(baton, ['stack', 'stop'], { cwd: folder }).catch(() => undefined);
+  // The cluster made outside the folder, as root: this test's own, removed with it.
+  const pgdata = path.join(folder, '.baton', 'stack', 'pgdata');
+  if (fs.lstatSync(pgdata, { throwIfNoEntry: false })?.isSymbolicLink()) fs.rmSync(fs.realpathSync(pgdata), { recursive: true, force: true });
   fs.rmSync(work, { recursive: true, force: true });
 });
 
@@ -53,5 +60,7 @@ describe('the packed tarball', () => {
     expect(JSON.parse(await baton(['show', made.id, '--json'], lead))).toMatchObject({ task: { status: 'completed', result: { summary: 'done' } } });
     // The stack lives in the folder it was started from, and nowhere in the installed package.
     expect(fs.existsSync(path.join(folder, '.baton', 'stack', 'secrets.json'))).toBe(true);
+    // As root, under a closed folder, the cluster lives where the postgres user reaches it.
+    if (asRoot) expect(fs.realpathSync(path.join(folder, '.baton', 'stack', 'pgdata'))).toMatch(/^\/var\/lib\/baton\/clusters\//);
   }, 240_000);
 });

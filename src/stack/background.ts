@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { processSettings } from '../config.js';
-import { assertReachableByPostgres, StackError, stackPaths } from './paths.js';
+import { placeCluster, StackError, stackPaths } from './paths.js';
 import { assertPortFree } from './ports.js';
 import pg from 'pg';
 import { isAlive, readRuntime, readRuntimeFile, readSecrets, removeRuntime, stackEnv, type Runtime } from './state.js';
@@ -79,7 +79,7 @@ export async function startInBackground(
   if (running) return { alreadyRunning: true, runtime: running };
 
   fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-  assertReachableByPostgres(dir);
+  placeCluster(dir);
   await reclaimOrphans(dir);
   await assertPortFree(apiPort, 'API', '--api-port or BATON_API_PORT');
   await assertPortFree(dbPort, 'database', '--db-port or BATON_DB_PORT');

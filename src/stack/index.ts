@@ -7,7 +7,7 @@ import path from 'node:path';
 import { silentLogger, type Logger } from '../logger.js';
 import { startGateway, type GatewayHandle, type GatewayKeys } from './gateway.js';
 import { applyBootstrap, grantAsSupautils, pushMigrations } from './migrate.js';
-import { assertReachableByPostgres, stackPaths } from './paths.js';
+import { placeCluster, stackPaths } from './paths.js';
 import { assertPortFree, freePort } from './ports.js';
 import { startPostgres, unixSocketDirectory } from './postgres.js';
 import { startPostgrest } from './postgrest.js';
@@ -46,7 +46,7 @@ export interface Stack {
 
 export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', log = silentLogger }: StackOptions): Promise<Stack> {
   fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-  assertReachableByPostgres(dir);
+  placeCluster(dir);
   await assertPortFree(apiPort, 'API', '--api-port or BATON_API_PORT');
   await assertPortFree(dbPort, 'database', '--db-port or BATON_DB_PORT');
   let secrets = await loadOrCreateSecrets(dir);
