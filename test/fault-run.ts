@@ -289,11 +289,16 @@ export default async (task, ctx) => {
   await Promise.all(proxies.map((p) => p.close()));
 
   // The history.
-  const violations: string[] = [...handResults];
+  const violations: string[] = [];
   const { rows: tasks } = await db.query<{ id: string; status: string; claimed_by: string | null; claim_incarnation: string | null; to_agent: string | null; result: { summary?: string } | null; completed_at: Date | null }>(
     'select id, status, claimed_by, claim_incarnation, to_agent, result, completed_at from task_handoffs where id = any($1)', [all]);
-  const { rows: events } = await db.query<{ task_id: string; to_status: string; from_status: string | null; actor: string; at: Date }>(
-    'select task_id, to_status, from_status, actor, at from task_events where task_id = any($1) and to_status is not null order by at, id', [all]);
+  const { rows: events } = await db.query<{ task_id: string; to_status: string; from_status: string | null; actor: string; at: Date; note: string | null }>(
+    'select task_id, to_status, from_status, actor, at, note from task_events where task_id = any($1) and to_status is not null order by at, id', [all]);
+  // A daemon of the agent that starts while the hand holds a claim hands it back, as every process
+  // that starts does with the claims its agent held (begin_incarnation): then the hand's claim is
+  // gone by the rules, and the task is anyone's. Only a claim taken from the hand otherwise breaks them.
+  const restartedUnderHand = new Set(events.filter((e) => handBy.has(e.task_id) && e.to_status === 'pending' && /restarted/.test(e.note ?? '')).map((e) => e.task_id));
+  violations.push(...handResults.filter((said) => ![...restartedUnderHand].some((id) => said.includes(id))));
   const runLines: RunLine[] = fs.existsSync(runsFile) ? fs.readFileSync(runsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as RunLine) : [];
   const killedAt = new Map(procs.filter((p) => p.killedAt).map((p) => [p.child.pid!, p.killedAt!]));
   interface Run { task: string; token: string; inc: string | null; agent: string; start: number; end: number; outcome?: string }
@@ -319,7 +324,7 @@ export default async (task, ctx) => {
     if (!finalStatuses.includes(task.status)) violations.push(`${task.id} is still ${task.status}`);
     if (history.filter((e) => e.to_status === 'completed').length > 1) violations.push(`${task.id} completed twice`);
     if (new Set(runs.map((r) => r.token)).size !== runs.length) violations.push(`${task.id}: one claim ran twice`);
-    if (handBy.has(task.id)) {
+    if (handBy.has(task.id) && !restartedUnderHand.has(task.id)) {
       if (runs.length) violations.push(`${task.id} was claimed by hand, and a daemon ran it too`);
       if (task.status === 'completed' && task.result?.summary !== 'by hand') violations.push(`${task.id} was claimed by hand and completed by another`);
       continue;
