@@ -39,7 +39,8 @@ export interface BatonConfig {
   dbPort: number;
 }
 
-export type ConfigFlags = Partial<BatonConfig>;
+/** Flags as given; a port may be the text typed, which is checked as the environment's is. */
+export type ConfigFlags = Partial<Omit<BatonConfig, 'apiPort' | 'dbPort'>> & { apiPort?: number | string; dbPort?: number | string };
 
 /** Where each setting is read from, first found wins; the MC_* names are the protocol's scripts'. */
 const envNames = {
@@ -127,8 +128,18 @@ export function loadConfig(
     databaseUrl: pick('databaseUrl'),
     stackDir: path.resolve(cwd, pick('stackDir') ?? defaults.stackDir),
     apiHost: pick('apiHost') ?? defaults.apiHost,
-    apiPort: port(pick('apiPort'), 'the API port (--api-port, BATON_API_PORT)', defaults.apiPort),
-    dbPort: port(pick('dbPort'), 'the database port (--db-port, BATON_DB_PORT)', defaults.dbPort),
+    ...ports(
+      port(pick('apiPort'), 'the API port (--api-port, BATON_API_PORT)', defaults.apiPort),
+      port(pick('dbPort'), 'the database port (--db-port, BATON_DB_PORT)', defaults.dbPort),
+    ),
   };
+}
+
+/** The stack's two ports, which cannot be one. */
+function ports(apiPort: number, dbPort: number): { apiPort: number; dbPort: number } {
+  if (apiPort === dbPort) {
+    throw new ConfigError(`the API port and the database port are both ${apiPort}; give them different ones (--api-port, --db-port)`);
+  }
+  return { apiPort, dbPort };
 }
 

@@ -50,7 +50,12 @@ describe('baton stack', async () => {
     const stopped = await baton(['stack', 'stop', '--dir', dir]);
     expect(stopped.code).toBe(0);
     expect(readRuntime(dir)).toBeUndefined();
-    expect((await baton(['stack', 'status', '--dir', dir, '--json'])).stdout).toMatch(/"running": false/);
+    const status = await baton(['stack', 'status', '--dir', dir, '--json']);
+    expect(status.stdout).toMatch(/"running": false/);
+    // Not running is exit 3, as service managers' status commands say it: `status || start` works.
+    expect(status.code).toBe(3);
+    const said = await baton(['stack', 'status', '--dir', dir]);
+    expect(said.stdout).toContain(`start it with: baton stack start --dir ${dir}`);
 
     expect((await baton(['stack', 'start', ...at])).code).toBe(0);
     const listed = await baton(['agent', 'list', '--json', '--dir', dir]);
@@ -122,5 +127,15 @@ describe('baton stack', async () => {
     expect(version.code).toBe(0);
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     expect((await baton(['frobnicate'])).code).toBe(2);
+  });
+  it('checks the ports it is given and lists every option a stack command takes', async () => {
+    const word = await baton(['stack', 'status', '--dir', dir, '--api-port', 'abc']);
+    expect(word.code).toBe(2);
+    expect(word.stderr).toContain('must be a port number from 1 to 65535, got "abc"');
+    const same = await baton(['stack', 'start', '--dir', dir, '--api-port', '54999', '--db-port', '54999']);
+    expect(same.code).toBe(2);
+    expect(same.stderr).toContain('the API port and the database port are both 54999');
+    const help = await baton(['stack', 'start', '--help']);
+    for (const option of ['--dir', '--api-port', '--db-port', '--api-host']) expect(help.stdout).toContain(option);
   });
 });

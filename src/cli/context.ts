@@ -27,8 +27,8 @@ export function configOf(command: Command): BatonConfig & OutputOptions {
     url: g.url,
     stackDir: g.dir,
     apiHost: g.apiHost,
-    apiPort: g.apiPort === undefined ? undefined : Number(g.apiPort),
-    dbPort: g.dbPort === undefined ? undefined : Number(g.dbPort),
+    apiPort: g.apiPort,
+    dbPort: g.dbPort,
   });
   return { ...config, json: g.json };
 }

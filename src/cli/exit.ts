@@ -3,11 +3,11 @@ import { ConfigError } from '../config.js';
 import { StackError } from '../stack/paths.js';
 
 /**
- * Exit codes: 0 success, 1 an operational refusal or failure, 2 a usage error, 75 (EX_TEMPFAIL) the API
- * or its database not there now, or a call the database undid for now (isRetryable): nothing was
- * decided, and the same command may be run again.
+ * Exit codes: 0 success, 1 an operational refusal or failure, 2 a usage error, 3 (`stack status` only)
+ * the stack is not running, 75 (EX_TEMPFAIL) the API or its database not there now, or a call the
+ * database undid for now (isRetryable): nothing was decided, and the same command may be run again.
  */
-export const exitCodes = { ok: 0, refused: 1, usage: 2, unavailable: 75 } as const;
+export const exitCodes = { ok: 0, refused: 1, usage: 2, notRunning: 3, unavailable: 75 } as const;
 
 export class ExitError extends Error {
   constructor(message: string, readonly exitCode: number, readonly hint?: string | null, readonly code?: string) {

@@ -42,6 +42,8 @@ function buildProgram(argv: string[]): Command {
     .option('--api-host <address>', 'where the local stack API listens (default: BATON_API_HOST, else 127.0.0.1; 0.0.0.0 serves other hosts)')
     .option('--api-port <port>', 'the local stack API port (default: BATON_API_PORT, else 54321)')
     .option('--db-port <port>', 'the local stack database port (default: BATON_DB_PORT, else 54322)')
+    // Each command's --help lists the options every command takes (--dir, --api-port, …) too.
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       // One line per error (one JSON document with --json), like every other error the CLI reports.
       outputError: (text, write) => write(errorLine(argv, text.trim().replace(/^error:\s*/, '').replace(/\s*\n\s*/g, ' '), 'see --help', 'USAGE')),
@@ -88,7 +90,8 @@ async function main(argv: string[]): Promise<number> {
     } finally {
       await stopTracing();
     }
-    return exitCodes.ok;
+    // A command that set its own exit code (stack status) keeps it.
+    return Number(process.exitCode ?? exitCodes.ok);
   } catch (err) {
     if (err instanceof CommanderError) {
       // Commander already printed its message (or the help or version it was asked for).

@@ -38,13 +38,20 @@ export function registerStack(program: Command): void {
   registerStackInspection(stack);
 }
 
+/** The --dir the command was given, to repeat in a hint; none if the folder came from elsewhere. */
+function dirFlag(command: Command): string {
+  const { dir } = command.optsWithGlobals<{ dir?: string }>();
+  return dir ? ` --dir ${/^[\w./-]+$/.test(dir) ? dir : `'${dir.replace(/'/g, "'\\''")}'`}` : '';
+}
+
 /** Looking at the stack: status, env, and serve in the foreground. */
 function registerStackInspection(stack: Command): void {
   stack.command('status')
     .description('say whether the stack runs, where, and whether its API and database answer now')
     .addHelpText('after', `
-Exits 1 when the stack runs but its API or database does not answer (a crashed Postgres or PostgREST
-is started again by the stack within seconds); 0 otherwise.
+Exits 0 when the stack runs and answers; 1 when it runs but its API or database does not answer (a
+crashed Postgres or PostgREST is started again by the stack within seconds); 3 when it is not running
+(as service managers' status commands do), so that \`baton stack status || baton stack start\` works.
 
 Example:
   $ baton stack status --json`)
@@ -61,8 +68,9 @@ Example:
             ['database', `port ${runtime.dbPort} (${word(database)})`],
             ['pid', runtime.pid], ['since', runtime.startedAt], ['folder', config.stackDir],
           ])
-          : `not running (folder ${config.stackDir}); start it with: baton stack start`);
-      if (running && !healthy) process.exitCode = exitCodes.refused;
+          : `not running (folder ${config.stackDir}); start it with: baton stack start${dirFlag(command)}`);
+      if (!running) process.exitCode = exitCodes.notRunning;
+      else if (!healthy) process.exitCode = exitCodes.refused;
     });
 
   stack.command('env')
