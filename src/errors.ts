@@ -128,6 +128,7 @@ const foreignErrorCodes: Record<string, ErrorClass> = {
   '40P01': TransientError, // deadlock_detected: the transaction was rolled back
   '40001': TransientError, // serialization_failure: the transaction was rolled back
   '55P03': TransientError, // lock_not_available: a lock not had within lock_timeout
+  '57014': TransientError, // query_canceled: a statement stopped by statement_timeout (8 s for agents on hosted)
   '42501': ForbiddenError, // insufficient_privilege, including a refused RLS write
   '22P02': ValidationError, // invalid_text_representation: bad uuid, unknown enum value
   '22023': ValidationError, // invalid_parameter_value
@@ -168,6 +169,7 @@ const foreignHints: Record<string, string> = {
   '40P01': 'Nothing was changed: make the same call again.',
   '40001': 'Nothing was changed: make the same call again.',
   '55P03': 'Nothing was changed: make the same call again.',
+  '57014': 'The statement ran past the role\'s statement_timeout and nothing was changed: make the same call again.',
 };
 
 /** What a gateway answers while what stands behind it is away (bad gateway, unavailable, timed out). */

@@ -4,6 +4,7 @@
  * is no superuser, the API roles' settings, and Realtime's rights and shapes.
  */
 import { describe, expect, it } from 'vitest';
+import { isRetryable, toBatonError, TransientError } from '../src/errors.js';
 import { database } from './helpers.js';
 
 const db = database();
@@ -56,6 +57,21 @@ describe('the embedded stack, as hosted', () => {
       const { rows: [queued] } = await client.query(`select count(*)::int as n from realtime.outbox where message like '%' || $1 || '%'`, [topic]);
       expect(queued.n).toBe(0);
       expect(warnings.join('\n')).toMatch(/ErrorSendingBroadcastMessage: permission denied for table outbox/);
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+  it("calls a statement stopped by a role's statement_timeout one to make again (nothing was changed)", async () => {
+    const client = await db.connect();
+    try {
+      await client.query('begin');
+      await client.query("set local statement_timeout = '20ms'");
+      const stopped = await client.query('select pg_sleep(1)').then(() => undefined, (err: { code: string; message: string }) => err);
+      expect(stopped?.code).toBe('57014');
+      const error = toBatonError({ code: stopped!.code, message: stopped!.message });
+      expect(error).toBeInstanceOf(TransientError);
+      expect(isRetryable(error)).toBe(true);
     } finally {
       await client.query('rollback');
       client.release();
