@@ -27,6 +27,13 @@ import { onRequestError } from '../client/http.js';
 import { DaemonMetrics } from '../telemetry/metrics.js';
 import { untraced } from '../telemetry/tracing.js';
 
+/**
+ * How long push may stay down while the API answers before the daemon listens again on a new
+ * connection. realtime-js rejoins by itself within about 10 s of a reconnect; this is for a join it
+ * lost (seen once in a loaded full run of the suite: push down 40 s after a gateway restart).
+ */
+const pushStuckMs = 20_000;
+
 interface Running {
   task: Task;
   controller: AbortController;
@@ -235,6 +242,8 @@ export class BatonAgent {
   private async pollRound(): Promise<boolean> {
     if (this.options.sweep !== false) await this.upkeep.sweepIfDue();
     await checkClaims(this.client, this.running, false, this.log);
+    // The API answers: push that has stayed down meanwhile is listened to again, on a new connection.
+    if (this.push && this.push.downForMs > pushStuckMs) this.relisten();
     if (this.push?.up && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
     this.claims.lastOnPoll = Date.now();
     await deliverResults(this.client, this.options.onResult, this.log);
@@ -357,6 +366,15 @@ export class BatonAgent {
   private recovered(): void {
     this.bell.ring('work');
     this.bell.ring('results');
+    this.relisten();
+  }
+
+  /**
+   * Leaves push's channels and joins them again on a new connection: after an outage, or when push
+   * has stayed down for pushStuckMs while the API answers (a join lost in a reconnect is not retried
+   * by realtime-js once its channel is closed).
+   */
+  private relisten(): void {
     if (!this.push || this.stopping) return;
     const old = this.push;
     this.push = undefined;

@@ -35,6 +35,8 @@ export class PushListener {
   private readonly channels: RealtimeChannel[] = [];
   private readonly joined = new Set<string>();
   private wasUp = false;
+  /** Since when not every channel is joined (from the start, until they are). */
+  private downSince: number | undefined = Date.now();
   private stopping = false;
 
   constructor(
@@ -48,6 +50,11 @@ export class PushListener {
   /** Whether every channel is joined now. */
   get up(): boolean {
     return this.joined.size === this.topics.length;
+  }
+
+  /** How long not every channel has been joined; 0 while they are. */
+  get downForMs(): number {
+    return this.downSince === undefined ? 0 : Date.now() - this.downSince;
   }
 
   start(): void {
@@ -87,6 +94,8 @@ export class PushListener {
         this.log.warn({ topic, status, err: err?.message }, 'could not listen; polling instead');
       }
       this.wasUp = this.up;
+      if (this.up) this.downSince = undefined;
+      else this.downSince ??= Date.now();
     });
     this.channels.push(channel);
   }
