@@ -33,3 +33,17 @@ export function makeStackDir(prefix: string): string {
   fs.chmodSync(dir, 0o755);
   return dir;
 }
+
+/**
+ * Removes a folder holding a stack, and the cluster its pgdata links to where there is one (as root,
+ * a stack under a folder closed to the postgres user keeps its cluster in /var/lib/baton/clusters).
+ */
+export function removeStackFolder(dir: string): void {
+  for (const stack of [dir, path.join(dir, '.baton', 'stack')]) {
+    const pgdata = path.join(stack, 'pgdata');
+    if (fs.lstatSync(pgdata, { throwIfNoEntry: false })?.isSymbolicLink()) {
+      fs.rmSync(path.resolve(stack, fs.readlinkSync(pgdata)), { recursive: true, force: true });
+    }
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}

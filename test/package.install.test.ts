@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/stack/paths.js';
 import { freePort } from '../src/stack/ports.js';
-import { makeStackDir } from './global-setup.js';
+import { makeStackDir, removeStackFolder } from './global-setup.js';
 
 const run = promisify(execFile);
 const work = makeStackDir('baton-package-');
@@ -25,8 +25,7 @@ afterAll(async () => {
   const baton = path.join(prefix, 'bin', 'baton');
   if (fs.existsSync(baton)) await run(baton, ['stack', 'stop'], { cwd: folder }).catch(() => undefined);
   // The cluster made outside the folder, as root: this test's own, removed with it.
-  const pgdata = path.join(folder, '.baton', 'stack', 'pgdata');
-  if (fs.lstatSync(pgdata, { throwIfNoEntry: false })?.isSymbolicLink()) fs.rmSync(fs.realpathSync(pgdata), { recursive: true, force: true });
+  removeStackFolder(folder);
   fs.rmSync(work, { recursive: true, force: true });
 });
 

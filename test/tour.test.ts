@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../src/stack/ports.js';
+import { removeStackFolder } from './global-setup.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
@@ -35,7 +36,7 @@ describe('the README\'s tour', () => {
       expect(ran.out).toMatch(/Stack stopped/);
     } finally {
       await bash('npx baton stack stop || true', dir, env);
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeStackFolder(dir);
     }
   });
 });
