@@ -30,12 +30,16 @@ export async function startPostgres(
     ['-D', fs.realpathSync(pgdata), '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
     { ...runAs, env: { ...process.env, LC_MESSAGES: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  // Every line goes to the stack's log; while Postgres starts, its last lines are kept to say why it
+  // did not, and the one that says it is ready ends the wait.
+  let starting = true;
   let output = '';
   try {
     await new Promise<void>((resolve, reject) => {
       child.stderr!.on('data', (chunk: Buffer) => {
         const text = chunk.toString();
         for (const line of text.split('\n')) if (line.trim()) log.debug({ postgres: line.trim() });
+        if (!starting) return;
         output = (output + text).slice(-4000);
         if (output.includes('database system is ready to accept connections')) resolve();
       });
@@ -44,11 +48,9 @@ export async function startPostgres(
     });
   } catch (err) {
     throw new Error(`Postgres did not start on port ${port}; see the stack log for its output`, { cause: err });
+  } finally {
+    starting = false;
   }
-  child.stderr!.removeAllListeners('data');
-  child.stderr!.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n')) if (line.trim()) log.debug({ postgres: line.trim() });
-  });
   const pid = child.pid!;
   // A fast shutdown (SIGINT); don't hang on a Postgres that will not go.
   const stop = async () => {
