@@ -1346,7 +1346,7 @@ AS $function$
 declare
   cases text;
 begin
-  select coalesce(string_agg(pg_catalog.format('when %L then to_status in (%s)', f.from_status, f.targets), ' ' order by f.from_status), '')
+  select coalesce(string_agg(pg_catalog.format('when %L::public.task_status then new.status in (%s)', f.from_status, f.targets), ' ' order by f.from_status), '')
   into cases
   from (
     select tr.from_status, string_agg(pg_catalog.format('%L::public.task_status', tr.to_status), ', ' order by tr.to_status) as targets
@@ -1354,11 +1354,11 @@ begin
     group by tr.from_status
   ) f;
   execute pg_catalog.format($ddl$
-    create or replace function baton_private.transition_allowed(from_status public.task_status, to_status public.task_status)
-    returns boolean language plpgsql stable parallel safe set search_path = ''
-    as $body$ begin return %s; end $body$
+    create or replace trigger step3_status_allowed before update on public.task_handoffs
+      for each row when (old.status is distinct from new.status and not %s)
+      execute function baton_private.tg_task_handoffs__refuse_transition()
   $ddl$, case when cases = '' then 'false' -- an empty table allows no change at all
-              else pg_catalog.format('coalesce(case from_status %s else false end, false)', cases) end);
+              else pg_catalog.format('coalesce(case old.status %s else false end, false)', cases) end);
 end
 $function$
 ;
@@ -3581,13 +3581,29 @@ end
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__transition()
+CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__refuse_transition()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO ''
 AS $function$
 declare
   allowed text;
+begin
+  select pg_catalog.string_agg(tr.to_status::text, ', ' order by tr.to_status) into allowed
+  from public.task_status_transitions tr where tr.from_status = old.status;
+  raise exception 'task % is %; it cannot become %', old.id, old.status, new.status
+    using errcode = 'BT001',
+          hint = case when allowed is null then pg_catalog.format('%s is final: nothing can change it.', old.status)
+                      else pg_catalog.format('From %s a task may become: %s.', old.status, allowed) end;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__transition()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
 begin
   if new.id <> old.id or new.from_agent <> old.from_agent or new.created_at <> old.created_at
      or new.parent_task_id is distinct from old.parent_task_id or new.root_task_id is distinct from old.root_task_id
@@ -3597,15 +3613,6 @@ begin
   end if;
 
   if new.status is distinct from old.status then
-    if not baton_private.transition_allowed(old.status, new.status) then
-      select pg_catalog.string_agg(tr.to_status::text, ', ' order by tr.to_status) into allowed
-      from public.task_status_transitions tr where tr.from_status = old.status;
-      raise exception 'task % is %; it cannot become %', old.id, old.status, new.status
-        using errcode = 'BT001',
-              hint = case when allowed is null then pg_catalog.format('%s is final: nothing can change it.', old.status)
-                          else pg_catalog.format('From %s a task may become: %s.', old.status, allowed) end;
-    end if;
-
     case new.status
       when 'claimed' then
         new.claimed_at := pg_catalog.now();
@@ -3801,14 +3808,6 @@ begin
   return null;
 end
 $function$
-;
-
-CREATE OR REPLACE FUNCTION baton_private.transition_allowed(from_status public.task_status, to_status public.task_status)
- RETURNS boolean
- LANGUAGE plpgsql
- STABLE PARALLEL SAFE
- SET search_path TO ''
-AS $function$ begin return coalesce(case from_status when 'pending' then to_status in ('claimed'::public.task_status, 'in_progress'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status) when 'claimed' then to_status in ('pending'::public.task_status, 'in_progress'::public.task_status, 'cancelled'::public.task_status) when 'in_progress' then to_status in ('pending'::public.task_status, 'input_required'::public.task_status, 'completed'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status) when 'input_required' then to_status in ('in_progress'::public.task_status, 'cancelled'::public.task_status) else false end, false); end $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.usage_slot()
@@ -4153,6 +4152,15 @@ CREATE TRIGGER step2_limit_json_on_change BEFORE UPDATE ON public.task_handoffs 
 CREATE TRIGGER step2_prepare_insert BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__prepare_insert();
 
 CREATE TRIGGER step3_quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN ((current_setting('baton.batch'::text, true) IS DISTINCT FROM 'on'::text)) EXECUTE FUNCTION baton_private.tg_task_handoffs__quota();
+
+CREATE TRIGGER step3_status_allowed BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (NOT COALESCE(
+        CASE old.status
+            WHEN 'pending'::public.task_status THEN (new.status = ANY (ARRAY['claimed'::public.task_status, 'in_progress'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status]))
+            WHEN 'claimed'::public.task_status THEN (new.status = ANY (ARRAY['pending'::public.task_status, 'in_progress'::public.task_status, 'cancelled'::public.task_status]))
+            WHEN 'in_progress'::public.task_status THEN (new.status = ANY (ARRAY['pending'::public.task_status, 'input_required'::public.task_status, 'completed'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status]))
+            WHEN 'input_required'::public.task_status THEN (new.status = ANY (ARRAY['in_progress'::public.task_status, 'cancelled'::public.task_status]))
+            ELSE false
+        END, false)))) EXECUTE FUNCTION baton_private.tg_task_handoffs__refuse_transition();
 
 CREATE TRIGGER step3_transition BEFORE UPDATE ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__transition();
 
@@ -4669,6 +4677,8 @@ function: baton_private.tg_task_handoffs__prepare_insert() EXECUTE to postgres
 
 function: baton_private.tg_task_handoffs__quota() EXECUTE to postgres
 
+function: baton_private.tg_task_handoffs__refuse_transition() EXECUTE to postgres
+
 function: baton_private.tg_task_handoffs__transition() EXECUTE to postgres
 
 function: baton_private.tg_task_handoffs__validate() EXECUTE to postgres
@@ -4676,10 +4686,6 @@ function: baton_private.tg_task_handoffs__validate() EXECUTE to postgres
 function: baton_private.tg_task_handoffs__wait_on_dependencies() EXECUTE to postgres
 
 function: baton_private.tg_task_status_transitions__compile() EXECUTE to postgres
-
-function: baton_private.transition_allowed(from_status public.task_status, to_status public.task_status) EXECUTE to postgres
-
-function: baton_private.transition_allowed(from_status public.task_status, to_status public.task_status) EXECUTE to service_role
 
 function: baton_private.usage_slot() EXECUTE to postgres
 
@@ -5295,6 +5301,8 @@ comment on function baton_private.claim_next_tasks(p_limit integer, p_capabiliti
 
 comment on function baton_private.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) is 'Claims one task for the calling agent (and starts it with p_start). Of agents racing for a task exactly one wins; the others get BT004.';
 
+comment on function baton_private.compile_transitions() is 'Compiles task_status_transitions into the WHEN clause of the trigger step3_status_allowed on task_handoffs; runs whenever that table changes.';
+
 comment on function baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) is 'Completes the tasks `agent` holds with the given claim tokens and results, in one update, after locking the agent and then the tasks by id; returns the ids completed (a task not held, not current, not in progress or missing a required output is left for the caller to refuse one by one).';
 
 comment on function baton_private.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb) is 'The holder completes a task in progress with its result; the claim token must be current and every required expected output attached (else BT012). A result.handoff creates the follow-up task in the same transaction.';
@@ -5353,7 +5361,7 @@ comment on function baton_private.task_dependencies(p_task_id uuid) is 'The task
 
 comment on function baton_private.task_inputs(p_task_id uuid) is 'The artifacts a task works from: its named inputs, its parent chain''s and those of the tasks it depends on. All of them for whoever works on the task; for others, those on tasks they may see and the dependencies''.';
 
-comment on function baton_private.transition_allowed(from_status public.task_status, to_status public.task_status) is 'Whether task_status_transitions allows a task to go from from_status to to_status; compiled from that table (baton_private.compile_transitions) whenever it changes.';
+comment on function baton_private.tg_task_handoffs__refuse_transition() is 'Refuses a change of status that task_status_transitions does not allow; runs only when the WHEN clause of the trigger step3_status_allowed, compiled from that table by compile_transitions(), finds one.';
 
 comment on function public.answer_question(p_task_id uuid, p_answer text) is 'The sender answers the holder''s question; the task resumes (input_required to in_progress).';
 
