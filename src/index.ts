@@ -1,4 +1,4 @@
-export { createBatonClient, BatonClient, type AgentClientOptions, type TaskBox, type TaskFilter } from './client/agent.js';
+export { broughtBackWith, createBatonClient, BatonClient, type AgentClientOptions, type TaskBox, type TaskFilter } from './client/agent.js';
 export { createAdminClient, AdminClient, type AdminClientOptions, type NewAgent, type NewSchedule } from './client/admin.js';
 export * from './errors.js';
 export * from './schemas.js';

@@ -1090,6 +1090,7 @@ declare
   writes boolean := method in ('POST', 'PATCH', 'PUT', 'DELETE');
   served boolean := false;
   hint text;
+  fn text;
 begin
   -- RPCs (most requests) check their caller themselves; only a relation's path is looked up.
   if relation <> 'rpc' then
@@ -1109,6 +1110,21 @@ begin
       raise exception '%', case when claims ->> 'role' = 'authenticated'
                                 then format('a token without an agent_id cannot read or write %s', relation)
                                 else format('the anon key alone cannot read or write %s', relation) end
+        using errcode = '42501',
+              hint = 'Act as an agent: send its token as Authorization: Bearer $BATON_AGENT_TOKEN (baton agent create <id> prints one), with the anon key as apikey.';
+    end if;
+  end if;
+  -- The anon key alone calls none of Baton's RPCs. Say so, and how to act as an agent, instead of
+  -- Postgres's bare "permission denied for function". Only Baton's own entry points are judged (a
+  -- public function that anon may not run, with Baton's function of the same name behind it): other
+  -- apps on the same project keep their own answers.
+  if agent is null and relation = 'rpc' and coalesce(claims ->> 'role', 'anon') = 'anon' then
+    fn := split_part(ltrim(coalesce(current_setting('request.path', true), ''), '/'), '/', 2);
+    if exists (select from pg_catalog.pg_proc p where p.pronamespace = 'baton_private'::regnamespace and p.proname = fn)
+       and exists (select from pg_catalog.pg_proc p
+                   where p.pronamespace = 'public'::regnamespace and p.proname = fn
+                     and not pg_catalog.has_function_privilege('anon', p.oid, 'execute')) then
+      raise exception 'the anon key alone cannot call %', fn
         using errcode = '42501',
               hint = 'Act as an agent: send its token as Authorization: Bearer $BATON_AGENT_TOKEN (baton agent create <id> prints one), with the anon key as apikey.';
     end if;
@@ -2700,6 +2716,12 @@ declare
   parent public.task_handoffs;
   already uuid;
   t public.task_handoffs;
+  wave uuid[];
+  fallen uuid[] := '{}';
+  was uuid[];
+  made uuid[];
+  d public.task_handoffs;
+  copy uuid;
 begin
   if me is null and coalesce(auth.jwt() ->> 'role', '') <> 'service_role' then
     perform baton_private.require_agent();
@@ -2737,6 +2759,45 @@ begin
     case when old.deadline > now() then old.deadline end, old.max_attempts,
     old.parent_task_id, old.lease_seconds, old.expected_outputs, old.input_artifacts, old.id)
   returning * into t;
+
+  -- The tasks that were cancelled because this one failed come back too, waiting on the new attempt:
+  -- each waited on it (or on one of them, through the whole graph), never ran, and was cancelled in
+  -- the very transaction that failed it (the same completed_at, which now() gives every change of one
+  -- transaction). Each comes back as a retry of its own (retry_of), in the order they were handed
+  -- off, so that a task comes back after everything it depends on. One that its caller could not
+  -- retry (another sender's), or whose other dependencies have failed meanwhile (BT015), stays
+  -- cancelled, and baton chain shows it so.
+  wave := array[old.id];
+  while cardinality(wave) > 0 loop
+    select coalesce(array_agg(distinct c.id), '{}') into wave
+    from baton_private.dependents_of(wave) x join public.task_handoffs c on c.id = x.task_id
+    where c.status = 'cancelled' and c.completed_at = old.completed_at and c.attempts = 0
+      and c.on_dependency_failure = 'cancel' and not c.id = any (fallen);
+    fallen := fallen || wave;
+  end loop;
+  was := array[old.id];
+  made := array[t.id];
+  for d in select * from public.task_handoffs c where c.id = any (fallen) order by c.created_at, c.id loop
+    continue when me is not null and (d.from_agent <> me or (d.parent_task_id is not null and not exists (
+      select from public.task_handoffs p where p.id = d.parent_task_id and (p.claimed_by = me or p.from_agent = me))));
+    begin
+      insert into public.task_handoffs (
+        from_agent, to_agent, title, description, priority, payload, required_capabilities, deadline, max_attempts,
+        parent_task_id, lease_seconds, expected_outputs, input_artifacts, retry_of,
+        depends_on, dependency_mode, on_dependency_failure)
+      values (
+        d.from_agent, d.to_agent, d.title, d.description, d.priority, d.payload, d.required_capabilities,
+        case when d.deadline > now() then d.deadline end, d.max_attempts,
+        d.parent_task_id, d.lease_seconds, d.expected_outputs, d.input_artifacts, d.id,
+        array(select coalesce(made[array_position(was, u.id)], u.id) from unnest(d.depends_on) with ordinality u (id, n) order by u.n),
+        d.dependency_mode, d.on_dependency_failure)
+      returning id into copy;
+      was := was || d.id;
+      made := made || copy;
+    exception when sqlstate 'BT015' then
+      null; -- another of its dependencies ended without completing: it stays cancelled
+    end;
+  end loop;
   return t;
 end
 $function$
@@ -5341,7 +5402,7 @@ comment on function baton_private.report_progress(p_task_id uuid, p_message text
 
 comment on function baton_private.request_incarnation() is 'The incarnation the request names in its X-Baton-Incarnation header (a daemon names the one it began as), or null for a request made by hand; a malformed one is BT005.';
 
-comment on function baton_private.retry_task(p_task_id uuid) is 'A new attempt at a failed task: a new task with the same work, sent as the original sender, linked by retry_of. Its sender or the operator (service role) may retry; one open retry at a time.';
+comment on function baton_private.retry_task(p_task_id uuid) is 'A new attempt at a failed task: a new task with the same work, sent as the original sender, linked by retry_of; the tasks cancelled because it failed come back too, waiting on it. Its sender or the operator (service role) may retry; one open retry at a time.';
 
 comment on function baton_private.revoke_agent_tokens(p_agent_id text) is 'Operator only: revokes every token of an agent at once.';
 
@@ -5409,7 +5470,7 @@ comment on function public.report_outcomes(p_outcomes jsonb) is 'Completes or fa
 
 comment on function public.report_progress(p_task_id uuid, p_message text, p_percent integer) is 'The holder reports progress: stored on the task and sent to the sender as a progress message.';
 
-comment on function public.retry_task(p_task_id uuid) is 'A new attempt at a failed task: a new task with the same work, sent as the original sender, linked by retry_of. Its sender or the operator (service role) may retry; one open retry at a time.';
+comment on function public.retry_task(p_task_id uuid) is 'A new attempt at a failed task: a new task with the same work, sent as the original sender, linked by retry_of; the tasks cancelled because it failed come back too, waiting on it. Its sender or the operator (service role) may retry; one open retry at a time.';
 
 comment on function public.revoke_agent_tokens(p_agent_id text) is 'Operator only: revokes every token of an agent at once.';
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, AgentPresence, Message, Task } from '../src/schemas.js';
 import { baton, cliAs, cliPath, parsed, type CliResult } from './cli.js';
-import { newAgent, stack, uniqueId } from './helpers.js';
+import { admin, newAgent, stack, uniqueId } from './helpers.js';
 import { agentKeyEnv, operatorEnv } from './keys-mode.js';
 
 const operator = (...args: string[]) => baton(args, {
@@ -176,7 +176,12 @@ describe('health', () => {
     expect((await cliAs(agent.token, stack)('health')).code).toBe(0);
     const forged = await cliAs(`${agent.token.slice(0, -4)}AAAA`, stack)('health');
     expect(forged.code).toBe(1);
-    expect(forged.stderr).toMatch(/answered 401/);
+    expect(forged.stderr).toMatch(/answered 401|API key|token/);
+    // A revoked token: the database's reason and what to do, as every other command says it.
+    await admin.revokeAgent(agent.id);
+    const revoked = await cliAs(agent.token, stack)('health');
+    expect(revoked.code).toBe(1);
+    expect(revoked.stderr).toMatch(/was revoked at .* — Ask an operator for a new token: baton agent token/);
     const nobody = await baton(['health', '--url', 'http://127.0.0.1:9'], { ...agentKeyEnv(stack) });
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toMatch(/does not answer/);

@@ -155,6 +155,47 @@ describe('the functions the API serves', () => {
     // The sweep is the operator's and every agent's, and needs no identity: it changes only what its rules say.
     expect(answered).toEqual(['sweep_tasks()']);
   });
+
+  it('refuse the anon key alone (curl without an agent token) over HTTP, each one, saying what to send', async () => {
+    // Each with its parameters named, as PostgREST finds the function before the request check runs.
+    const { rows } = await db.query<{ proname: string; args: string[] }>(`
+      select p.proname, coalesce(p.proargnames[1:p.pronargs], '{}') as args from pg_catalog.pg_proc p
+      where p.pronamespace = 'public'::regnamespace and p.prokind = 'f' and has_function_privilege('authenticated', p.oid, 'execute')
+      order by 1`);
+    expect(rows.length).toBeGreaterThan(20);
+    const said: string[] = [];
+    for (const { proname, args } of rows) {
+      const res = await fetch(`${stack.SUPABASE_URL}/rest/v1/rpc/${proname}`, {
+        method: 'POST', headers: { apikey: stack.SUPABASE_ANON_KEY, 'content-type': 'application/json' },
+        body: JSON.stringify(Object.fromEntries(args.map((a) => [a, null]))),
+      });
+      const body = await res.json() as { message: string; hint: string | null };
+      if (![401, 403].includes(res.status) || body.message !== `the anon key alone cannot call ${proname}` || !body.hint?.includes('BATON_AGENT_TOKEN')) {
+        said.push(`${proname}: ${res.status} ${JSON.stringify(body)}`);
+      }
+    }
+    expect(said).toEqual([]);
+  });
+
+  it('leave the answers of functions that are not Baton\'s to Postgres', async () => {
+    const client = await db.connect();
+    try {
+      // Another app's function on the same project, which anon may not run (planted in a transaction,
+      // rolled back): the request check lets the call through, for Postgres to refuse in its own words.
+      await client.query('begin');
+      await client.query('create function public.another_apps_function() returns int language sql as $$ select 1 $$');
+      await client.query('revoke all on function public.another_apps_function() from public, anon');
+      const asAnon = (fn: string) => client.query(`select set_config('request.jwt.claims', '{"role": "anon"}', true),
+        set_config('request.path', '/rpc/${fn}', true), set_config('request.method', 'POST', true)`);
+      await asAnon('another_apps_function');
+      await client.query('select baton_private.check_request()');
+      await asAnon('handoff_task');
+      await expect(client.query('select baton_private.check_request()')).rejects.toThrow('the anon key alone cannot call handoff_task');
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
 });
 
 /**

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { lineageTree } from '../src/text/render.js';
 import { setScheduleEnabled } from '../src/client/admin.js';
-import { DependencyError, type ExecutorContext, type Task } from '../src/index.js';
+import { broughtBackWith, DependencyError, type ExecutorContext, type Task } from '../src/index.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { baton, cliAs, parsed } from './cli.js';
 import { admin, database, newAgent, refusal, stack, uniqueId } from './helpers.js';
@@ -336,6 +336,47 @@ describe('dead letters', () => {
     const byOperator = await admin.retry(again.id);
     expect(byOperator).toMatchObject({ retry_of: again.id, from_agent: lead.id });
     expect((await admin.deadLetters({ limit: 500 })).find((l) => l.id === task.id)?.retried_as).toBe(again.id);
+  });
+
+  it('bring back what was cancelled because they failed, waiting on the new attempt, through the whole graph', async () => {
+    const lead = await newAgent('back-lead');
+    const worker = await newAgent('back-worker', { maxConcurrent: 5 });
+    const a = await lead.client.handoff({ to: worker.id, title: 'A', maxAttempts: 1 });
+    const b = await lead.client.handoff({ to: worker.id, title: 'B' });
+    const c = await lead.client.handoff({ to: worker.id, title: 'C', dependsOn: [a.id] });
+    const d = await lead.client.handoff({ to: worker.id, title: 'D', dependsOn: [b.id, c.id] });
+    const e = await lead.client.handoff({ to: worker.id, title: 'E', dependsOn: [d.id] });
+    const theirs = await worker.client.handoff({ to: lead.id, title: 'theirs', dependsOn: [a.id] });
+    const dropped = await lead.client.handoff({ to: worker.id, title: 'cancelled by hand', dependsOn: [b.id] });
+    await lead.client.cancel(dropped.id, 'not wanted');
+
+    const heldB = await worker.client.claim(b.id, { start: true });
+    await worker.client.complete(b.id, heldB.claim_token!, { status: 'success', summary: 'b done' });
+    const heldA = await worker.client.claim(a.id, { start: true });
+    await worker.client.fail(a.id, heldA.claim_token!, 'flaky disk');
+    for (const id of [c.id, d.id, e.id, theirs.id]) expect(await statusOf(lead, id)).toBe('cancelled');
+
+    // The CLI says what came back.
+    const retried = await cliAs(lead.token, stack)('retry', a.id.slice(0, 8));
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toMatch(/Brought back 3 task\(s\) cancelled because it failed/);
+    const again = (await lead.client.listTasks({ box: 'sent', limit: 200 })).find((t) => t.retry_of === a.id)!;
+    const back = await broughtBackWith(lead.client.db, again);
+    const byOld = new Map(back.map((t) => [t.retry_of, t]));
+    expect([...byOld.keys()].sort()).toEqual([c.id, d.id, e.id].sort());
+    // Each waits on the new attempt of what it waited on; a dependency that completed stays as it was.
+    expect(byOld.get(c.id)).toMatchObject({ status: 'pending', title: 'C', depends_on: [again.id], waiting_on: 1 });
+    expect(byOld.get(d.id)).toMatchObject({ depends_on: [b.id, byOld.get(c.id)!.id], waiting_on: 1 });
+    expect(byOld.get(e.id)).toMatchObject({ depends_on: [byOld.get(d.id)!.id], waiting_on: 1 });
+    // Another sender's task is not the retrier's to bring back, nor is one its sender cancelled by hand.
+    expect(await statusOf(worker, theirs.id)).toBe('cancelled');
+    expect(await statusOf(lead, dropped.id)).toBe('cancelled');
+
+    // And they run, in order, once the new attempt completes.
+    const heldAgain = await worker.client.claim(again.id, { start: true });
+    await worker.client.complete(again.id, heldAgain.claim_token!, { status: 'success', summary: 'a done' });
+    const heldC = await eventually(async () => (await worker.client.claimNext({ limit: 5 })).find((t) => t.title === 'C'), 10_000, 'C to come back claimable');
+    expect(heldC.id).toBe(byOld.get(c.id)!.id);
   });
 });
 

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { createAdminClient, type AdminClient } from '../client/admin.js';
 import { createBatonClient, type BatonClient } from '../client/agent.js';
 import { loadConfig, type BatonConfig } from '../config.js';
+import { toBatonError } from '../errors.js';
 import { readRuntime, readSecrets, stackEnv } from '../stack/state.js';
 import { parseSigningKey } from '../tokens.js';
 import { ExitError, exitCodes, usageError } from './exit.js';
@@ -149,7 +150,16 @@ export async function checkApi(config: BatonConfig): Promise<{ url: string; asAg
     throw new ExitError(`the API at ${url} does not answer: ${(err as Error).cause ?? (err as Error).message}`, exitCodes.refused, 'Check that the stack or project runs and that SUPABASE_URL points at it.');
   }
   if (!res.ok) {
+    // The database's own refusal (a revoked or expired token, say) says what to do: it is reported as
+    // every other command reports it; an answer that is not one is the API's or its gateway's.
     const body = await res.text().catch(() => '');
+    let said: { code?: string; message?: string; hint?: string | null } = {};
+    try {
+      said = JSON.parse(body) as typeof said;
+    } catch {
+      // not JSON: a proxy's page, say
+    }
+    if (said.code && said.message) throw toBatonError({ code: said.code, message: said.message, hint: said.hint }, { status: res.status, url });
     throw new ExitError(`the API at ${url} answered ${res.status}: ${body.slice(0, 200)}`, exitCodes.refused,
       res.status === 401 ? 'The API key or the agent token is not this project\'s: check SUPABASE_PUBLISHABLE_KEY and BATON_AGENT_TOKEN.' : 'See the stack\'s log (baton stack status says where).');
   }

@@ -563,6 +563,18 @@ export class BatonClient {
 /** A claim token no task holds: the database refuses it as not the current claim (BT007). */
 export const noClaim = '00000000-0000-0000-0000-000000000000';
 
+/**
+ * The tasks a retry brought back with it: those that were cancelled because the retried task failed,
+ * handed off again as retries of their own, waiting on the new attempt. They were made in the retry's
+ * transaction, so they share its created_at (now() is the transaction's time).
+ */
+export async function broughtBackWith(db: BatonDb, again: Task): Promise<Task[]> {
+  return unwrap(
+    db.from('task_handoffs').select('*').eq('created_at', again.created_at).not('retry_of', 'is', null).neq('id', again.id).order('id'),
+    Tasks,
+  );
+}
+
 /** An interval literal Postgres reads, from seconds. */
 function seconds(value: number): string {
   return `${value} seconds`;

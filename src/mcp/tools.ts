@@ -3,6 +3,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
+import { broughtBackWith } from '../client/agent.js';
 import { ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
 import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
@@ -389,7 +390,11 @@ function sendersWork(agent: McpAgent): Tool[] {
       input: { task: taskRef },
       run: async ({ task }) => {
         const again = await client.retry(await agent.resolve(task));
-        return ok(`Retried as ${taskLine(again)} (id ${again.id})`, { task: forModel(again) });
+        const back = await broughtBackWith(client.db, again);
+        return ok([
+          `Retried as ${taskLine(again)} (id ${again.id})`,
+          ...(back.length ? [`Brought back ${back.length} task(s) cancelled because it failed; they wait on it again: ${back.map((t) => taskLine(t)).join('; ')}`] : []),
+        ].join('\n'), { task: forModel(again), brought_back: back.map(forModel) });
       },
     }),
     defineTool({

@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import type { DeadLetter, JsonObject, RecurringHandoff } from '../../schemas.js';
 import { readQueue } from '../../client/admin.js';
+import { broughtBackWith } from '../../client/agent.js';
 import { adminClient, agentClient, configOf } from '../context.js';
 import { usageError } from '../exit.js';
 import { integer, json, list, wholeNumber } from '../inputs.js';
@@ -79,15 +80,23 @@ Example:
   $ baton retry 3f2a1b      # a task from: baton tasks --failed`)
     .action(async (ref: string, _opts, command: Command) => {
       const config = configOf(command);
-      let task;
+      let task, db;
       if (config.agentToken) {
         const client = agentClient(config);
         task = await client.retry(await client.resolveTaskId(ref));
+        db = client.db;
       } else {
         if (!uuid.test(ref)) throw usageError(`as the operator, name the task by its full id, not "${ref}"`, 'baton dead-letters --json lists them with their ids.');
-        task = await adminClient(config).retry(ref);
+        const admin = adminClient(config);
+        task = await admin.retry(ref);
+        db = admin.db;
       }
-      emit(config, task, (t) => `${taskLine('Retried as', t)} (retry of ${shortId(ref)})`);
+      const back = await broughtBackWith(db, task);
+      emit(config, { ...task, brought_back: back }, () => [
+        `${taskLine('Retried as', task)} (retry of ${shortId(ref)})`,
+        ...(back.length ? [`Brought back ${back.length} task(s) cancelled because it failed; they wait on it again:`] : []),
+        ...back.map((t) => `  ${taskLine('', t).trim()} (retry of ${shortId(t.retry_of!)})`),
+      ].join('\n'));
     });
 
   program.command('dead-letters')
