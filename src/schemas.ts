@@ -26,7 +26,12 @@ export type MessageKind = z.infer<typeof MessageKind>;
  * The database bounds depth and width (baton_settings.max_json_depth, max_json_keys).
  */
 export const Json: z.ZodType<unknown> = z.unknown();
-export const JsonObject = z.record(z.string(), Json);
+/** What a value is, in the words of JSON (an array, a string, null), for an error that names it. */
+const jsonKind = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`);
+/** A JSON object; anything else is refused in the words the database uses for a payload. */
+export const JsonObject = z.record(z.string(), Json, {
+  error: (issue) => (issue.code === 'invalid_type' ? `must be a JSON object, not ${jsonKind(issue.input)}: wrap the value, e.g. {"input": ...}` : undefined),
+});
 /** A JSON column that is never null (a message body, a skill list). */
 export const JsonValue = z.custom<NonNullable<unknown>>((value) => value !== null && value !== undefined, 'a JSON value, not null');
 export type JsonObject = z.infer<typeof JsonObject>;

@@ -116,6 +116,8 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     const page = await open(operator, '#/agents');
     await page.locator(`tr[data-agent="${coder.id}"]`).waitFor();
     expect(await page.locator(`tr[data-agent="${coder.id}"]`).textContent()).toContain('online');
+    // Its rhythm in the words the CLI uses (5s), not as Postgres prints an interval (00:00:05).
+    expect(await page.locator(`tr[data-agent="${coder.id}"]`).textContent()).toMatch(/wakes every \d+(\.\d+)?[smhd](?!\d)/);
     // The operator's board listens on the new agents' topics too: push, not polling, carries what follows.
     await eventually(async () => (await page.locator('.live').textContent()) === 'live', 20_000, 'push to be up on the page');
     await shoot(page, 'agents');

@@ -76,6 +76,8 @@ describe('baton task commands', async () => {
     expect(empty.stderr).toMatch(/needs a title/);
     const array = await asAlice('handoff', coder.id, 'x', '--payload', '[1,2]');
     expect(array.code).toBe(1);
+    // In the database's words, not the validator's.
+    expect(array.stderr).toMatch(/payload: must be a JSON object, not an array: wrap the value/);
   });
 
   it('broadcasts to every capable agent', async () => {
@@ -154,6 +156,9 @@ describe('baton task commands', async () => {
     await asCoder('claim', task.id);
     const progress = Task.parse(parsed(await asCoder('progress', task.id, 'halfway', '--percent', '50', '--json')));
     expect(progress).toMatchObject({ progress_message: 'halfway', progress_percent: 50 });
+    expect((await asAlice('show', task.id)).stdout).toMatch(/^progress\s+50% halfway$/m);
+    await asCoder('progress', task.id, 'no number this time');
+    expect((await asAlice('show', task.id)).stdout).toMatch(/^progress\s+no number this time$/m);
     expect((await asCoder('progress', task.id, 'too far', '--percent', '150')).code).toBe(1);
     expect(Task.parse(parsed(await asCoder('ask', task.id, 'ASCII only?', '--json'))).status).toBe('input_required');
     expect((await asRev('answer', task.id, 'yes')).code).toBe(1);
@@ -170,11 +175,12 @@ describe('baton task commands', async () => {
     const shown = parsed(await asAlice('show', task.id.slice(0, 7), '--json'));
     expect(z.array(TaskEvent).parse(shown.events).map((e) => e.to_status))
       .toEqual(['pending', 'in_progress', 'input_required', 'in_progress', 'completed']);
-    expect(z.array(Message).parse(shown.messages).map((m) => m.kind)).toEqual(['progress', 'question', 'answer', 'result']);
+    expect(z.array(Message).parse(shown.messages).map((m) => m.kind)).toEqual(['progress', 'progress', 'question', 'answer', 'result']);
     const text = (await asAlice('show', task.id)).stdout;
     expect(text).toMatch(/^id\s+[0-9a-f-]{36}$/m);
     expect(text).toContain('History');
     expect(text).toMatch(/input_required → in_progress\s+alice-\w+\s+answered/);
+    expect(text).toMatch(/^progress\s+-$/m); // a completed task's last progress is no longer news
   });
 
   it('fails with or without a retry, rejects, cancels, releases and reassigns', async () => {

@@ -63,10 +63,10 @@ describe('dependencies', () => {
     expect(halfway).toEqual({ status: 'pending', waiting_on: 1 });
 
     await worker.client.attachArtifact(c.id, 'c.json', { json: { from: 'C' } });
-    await worker.client.complete(c.id, held('C').claim_token!, { status: 'success', summary: 'c done', artifacts: [{ name: 'c.json' }] });
+    await worker.client.complete(c.id, held('C').claim_token!, { status: 'success', summary: 'c done\nover two lines', artifacts: [{ name: 'c.json' }] });
 
     await eventually(async () => (await statusOf(lead, d.id)) === 'completed', 15_000, 'D to complete');
-    expect(seen.deps!.map((t) => [t.title, t.status, t.result?.summary])).toEqual([['B', 'completed', 'b done'], ['C', 'completed', 'c done']]);
+    expect(seen.deps!.map((t) => [t.title, t.status, t.result?.summary])).toEqual([['B', 'completed', 'b done'], ['C', 'completed', 'c done\nover two lines']]);
     expect(seen.b).toEqual({ from: 'B' });
     expect(seen.c).toEqual({ from: 'C' });
 
@@ -76,6 +76,12 @@ describe('dependencies', () => {
     expect(chain.find((r) => r.id === d.id)?.depends_on).toEqual([b.id, c.id]);
     const tree = lineageTree(chain);
     expect(tree).toMatch(new RegExp(`after.* B \\(${b.id.slice(0, 8)}\\), C \\(${c.id.slice(0, 8)}\\)`));
+    // A summary over two lines keeps the tree: its second line sits under its first.
+    const lines = tree.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
+    const summary = lines.find((l) => l.endsWith('→  c done'))!;
+    const nextLine = lines[lines.indexOf(summary) + 1]!;
+    expect(nextLine.indexOf('over two lines')).toBe(summary.indexOf('c done'));
+    expect(nextLine.slice(0, nextLine.indexOf('over two lines')).trim()).toMatch(/^│*$/);
     // From B, as its worker: what B led to (D) and what it worked from (A); its sibling C is another chain.
     expect((await worker.client.chain(b.id)).map((r) => r.title).sort()).toEqual(['A', 'B', 'D']);
   });

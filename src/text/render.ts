@@ -1,7 +1,9 @@
 /** How tasks, events and messages read at a terminal. */
-import { formatDuration, intervalSeconds } from '../durations.js';
-import type { Agent, AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
+import type { AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
 import { ago, fields, paint, table } from './format.js';
+import { progressText, rhythmOf } from './words.js';
+
+export { progressText, rhythmOf };
 
 export const shortId = (id: string) => id.slice(0, 8);
 
@@ -56,7 +58,7 @@ export function taskDetail({ task: t, events, messages }: { task: Task; events: 
     ['to', addressee(t)],
     ['holder', t.claimed_by],
     ['attempts', `${t.attempts} of ${t.max_attempts}`],
-    ['progress', t.progress_message ? `${t.progress_percent ?? '?'}% ${t.progress_message}` : null],
+    ['progress', progressText(t)],
     ['deadline', t.deadline],
     ['parent', t.parent_task_id],
     ['created', `${t.created_at} (${ago(t.created_at)})`],
@@ -74,11 +76,6 @@ export function taskDetail({ task: t, events, messages }: { task: Task; events: 
   return parts.join('\n');
 }
 
-/** "15m", from the interval Postgres prints ("00:15:00", "1 day 02:00:00"). */
-export function rhythmOf(agent: Pick<Agent, 'poll_interval'>): string | undefined {
-  const seconds = intervalSeconds(agent.poll_interval);
-  return seconds === undefined ? agent.poll_interval ?? undefined : formatDuration(seconds);
-}
 
 export function presenceTable(agents: AgentPresence[]): string {
   return table(agents, [
@@ -129,7 +126,8 @@ export function lineageTree(rows: LineageRow[]): string {
     for (const output of row.outputs) {
       lines.push(`${detail}${paint('dim', 'out')} ${output.name} (${bytes(output.size_bytes)}, sha256 ${output.sha256?.slice(0, 12) ?? '?'}…)`);
     }
-    if (row.summary) lines.push(`${detail}${paint('dim', '→')}  ${row.summary}`);
+    // A summary of several lines keeps the tree: each of its lines is drawn under the arrow.
+    if (row.summary) row.summary.split(/\r\n|\r|\n/).forEach((text, i) => lines.push(`${detail}${i ? ' ' : paint('dim', '→')}  ${text}`));
     kids.forEach((kid, i) => walk(kid, pad, i === kids.length - 1, false));
   };
   const roots = children.get(null) ?? [];

@@ -1,6 +1,7 @@
 /** One task: what it is, what it produced, its history and thread, its chain, and what one may do to it. */
 import { useState } from 'preact/hooks';
 import { act, get, type Session, type TaskDetail } from './api';
+import { progressText } from '../../src/text/words';
 import { LineageGraph } from './graph';
 import { ActionButton, Badge, JsonTree, Loading, Problem, Section, TaskLink, When, short, statusLabel, useLoad } from './ui';
 
@@ -25,7 +26,7 @@ export function TaskView({ id, session }: { id: string; session: Session }) {
         <dt>Attempts</dt><dd>{task.attempts} of {task.max_attempts}</dd>
         <dt>Created</dt><dd><When at={task.created_at} /></dd>
         {task.status_reason && <><dt>Reason</dt><dd>{task.status_reason}</dd></>}
-        {task.progress_message && <><dt>Progress</dt><dd>{task.progress_message}{task.progress_percent !== null && ` (${task.progress_percent}%)`}</dd></>}
+        {progressText(task) && <><dt>Progress</dt><dd>{progressText(task)}</dd></>}
         {task.retry_of && <><dt>Retry of</dt><dd><TaskLink id={task.retry_of} /></dd></>}
         {data.retries.length > 0 && <><dt>Retried as</dt><dd>{data.retries.map((r) => <span key={r.id}><TaskLink id={r.id} /> <Badge status={r.status} /> </span>)}</dd></>}
       </dl>

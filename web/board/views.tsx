@@ -1,6 +1,7 @@
 /** The board's pages: overview, agents, tasks, one task, dead letters, schedules. */
 import { useState } from 'preact/hooks';
 import { act, get, statuses, type AgentRow, type DeadLetterRow, type Overview, type ScheduleRow, type Session, type Status, type TaskPage } from './api';
+import { rhythmOf } from '../../src/text/words';
 import { ActionButton, Badge, Loading, Problem, Section, TaskLink, When, statusLabel, useLoad } from './ui';
 
 export function OverviewView() {
@@ -48,7 +49,7 @@ export function OverviewView() {
   );
 }
 
-const rhythm = (interval: string | null) => (interval ? `wakes every ${interval}` : 'rhythm not said');
+const rhythm = (agent: { poll_interval: string | null }) => { const every = rhythmOf(agent); return every ? `wakes every ${every}` : 'rhythm not said'; };
 
 export function AgentsView() {
   const { data, error } = useLoad(() => get<AgentRow[]>('agents'), []);
@@ -64,7 +65,7 @@ export function AgentsView() {
                 <tr key={a.id} data-agent={a.id}>
                   <td><strong>{a.id}</strong>{a.display_name && a.display_name !== a.id && <div class="muted">{a.display_name}</div>}
                     {a.status_message && <div class="muted">{a.status_message}</div>}</td>
-                  <td><span class={a.is_online ? 'online' : 'offline'}>{a.is_online ? 'online' : 'offline'}</span><div class="muted">{rhythm(a.poll_interval)}</div></td>
+                  <td><span class={a.is_online ? 'online' : 'offline'}>{a.is_online ? 'online' : 'offline'}</span><div class="muted">{rhythm(a)}</div></td>
                   <td>{a.capabilities.map((c) => <span class="chip" key={c}>{c}</span>)}</td>
                   <td>{a.holds.length === 0 ? <span class="muted">nothing</span> : (
                     <ul class="plain">{a.holds.map((t) => <li key={t.id}><TaskLink id={t.id} title={t.title} /> <Badge status={t.status} /></li>)}</ul>

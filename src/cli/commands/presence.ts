@@ -56,7 +56,6 @@ Any call you make that can write (progress, claim, complete, ...) and every bato
 heartbeat too. Without --every, a claim survives its lease (5 minutes unless the task says otherwise)
 past your last call; with it, two of your wake-ups (or the lease, if longer).
 
-Example:
 With --restarted (a bot whose machine rebooted, say), the tasks you held go back by the rule for a lost
 claim: one never started to pending, one in progress to pending after its attempt (or failed on its
 last), each with the reason in its history. A daemon does this itself whenever it starts.
