@@ -8,6 +8,7 @@
  *
  *   npm run bench:throughput
  *   BENCH_TASKS=2000 BENCH_RUNS=1 BENCH_PEERS=0 npm run bench:throughput
+ *   BENCH_PEERS=0 BENCH_VARIANT=no-set.sql npm run bench:throughput   # weighs a change of SQL
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -41,10 +42,13 @@ try {
   // An operator raising the quotas for a bulk run, as the README says to.
   await db.query('update baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');
   // BENCH_PROFILE=1: where Postgres spends its time, by SQL function (track_functions).
-  if (process.env.BENCH_PROFILE) {
+  // BENCH_VARIANT=<file.sql>: a change to the SQL or settings, run whole as the cluster's superuser
+  // before the runs, to weigh it on this workload (npm run bench:variants weighs single hand-offs).
+  if (process.env.BENCH_PROFILE || process.env.BENCH_VARIANT) {
     const superuser = new pg.Client({ connectionString: stack.adminUrl });
     await superuser.connect();
-    await superuser.query("alter system set track_functions = 'all'");
+    if (process.env.BENCH_PROFILE) await superuser.query("alter system set track_functions = 'all'");
+    if (process.env.BENCH_VARIANT) await superuser.query(fs.readFileSync(process.env.BENCH_VARIANT, 'utf8'));
     await superuser.query('select pg_reload_conf()');
     await superuser.end();
   }

@@ -115,17 +115,32 @@ describe('Baton over A2A, with the official client', () => {
     await eventually(async () => server.following() === before, 10_000, 'the server to stop following a task nobody listens for');
   });
 
-  it('resumes a stream from the last event seen, from the history, without losing one', async () => {
+  it('resumes a stream from the last event seen, from the history, without losing one; a final task has none', async () => {
     const [w, caller] = await Promise.all([worker(), newAgent('a2a-resume')]);
     const client = await clientFor(w.id);
-    const done = await client.sendMessage(send('Add and be done'), as(caller.token)) as { id: string };
-    const history = await caller.client.events(done.id);
-    expect(history.map((e) => e.to_status)).toEqual(['pending', 'in_progress', 'completed']);
-    // Reconnecting after the first event: the rest come from the history, in order, then the stream ends.
+    const asked = await client.sendMessage(send('Add and ask'), as(caller.token)) as { id: string; contextId: string };
+    const history = await caller.client.events(asked.id);
+    expect(history.map((e) => e.to_status)).toEqual(['pending', 'in_progress', 'input_required']);
+    // Reconnecting after the first event: the rest come from the history, in order, then what follows, to the end.
     const resumed: StreamResponse[] = [];
-    for await (const event of client.resubscribeTask({ tenant: '', id: done.id }, { serviceParameters: { ...as(caller.token).serviceParameters, 'Last-Event-ID': String(history[0]!.id) } })) resumed.push(event);
-    const updates = resumed.flatMap((e) => (e.payload?.$case === 'statusUpdate' ? [e.payload.value.metadata?.event_id] : []));
-    expect(updates).toEqual([history[1]!.id, history[2]!.id]);
+    const reading = (async () => {
+      for await (const event of client.resubscribeTask({ tenant: '', id: asked.id }, { serviceParameters: { ...as(caller.token).serviceParameters, 'Last-Event-ID': String(history[0]!.id) } })) resumed.push(event);
+    })();
+    // Each change of status, with its event id (progress comes as working updates without one).
+    const updates = () => resumed.flatMap((e) => (e.payload?.$case === 'statusUpdate' && e.payload.value.metadata?.event_id ? [e.payload.value.metadata.event_id] : []));
+    await eventually(async () => updates().length === 2, 20_000, 'the history to be replayed');
+    await client.sendMessage(send('metres', { taskId: asked.id, contextId: asked.contextId }), as(caller.token));
+    await reading;
+    const all = await caller.client.events(asked.id);
+    expect(all.at(-1)!.to_status).toBe('completed');
+    expect(updates()).toEqual(all.slice(1).map((e) => e.id));
+    // The stream ends at the final status: nothing follows it.
+    expect(resumed.at(-1)!.payload).toMatchObject({ $case: 'statusUpdate', value: { status: { state: TaskState.TASK_STATE_COMPLETED } } });
+    // A task that has ended has nothing to subscribe to (the specification's UnsupportedOperation).
+    await expect((async () => {
+      for await (const _ of client.resubscribeTask({ tenant: '', id: asked.id }, as(caller.token))) { /* nothing is streamed */ }
+    })()).rejects.toThrow(/nothing left to subscribe/);
+    const done = asked;
     // The same message sent again (a retry) is the same task.
     const again = await client.sendMessage(send('Add and be done', { messageId: 'fixed-' + done.id }, true), as(caller.token)) as { id: string };
     const twice = await client.sendMessage(send('Add and be done', { messageId: 'fixed-' + done.id }, true), as(caller.token)) as { id: string };
@@ -200,5 +215,77 @@ describe('Baton over A2A, with the official client', () => {
     await expect(client.cancelTask({ tenant: '', id: mine.id, metadata: {} }, as(stranger.token))).rejects.toThrow(/not found|no task/i);
     expect((await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 50, pageToken: '', statusTimestampAfter: undefined }, as(stranger.token))).tasks).toEqual([]);
     await eventually(async () => (await caller.client.getTask(mine.id)).status === 'pending');
+  });
+});
+
+describe('Baton over A2A, on the wire as the specification says it', () => {
+  const rpc = async (agentId: string, body: string, token?: string) => {
+    const res = await fetch(`${server.url}/agents/${agentId}/`, {
+      method: 'POST', body,
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    });
+    return { status: res.status, body: await res.json() as { result?: Record<string, unknown>; error?: { code: number; message: string } } };
+  };
+  const call = (method: string, params: unknown) => JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+
+  it('sends the card in A2A\'s JSON, cacheable, with its bearer scheme readable by the SDK', async () => {
+    const w = await newAgent('a2a-wire-card');
+    const res = await fetch(`${server.url}/agents/${w.id}/.well-known/agent-card.json`);
+    expect(res.headers.get('cache-control')).toMatch(/max-age=\d+/);
+    const card = await res.json() as { securitySchemes: Record<string, unknown> };
+    expect(card.securitySchemes).toEqual({ baton: { httpAuthSecurityScheme: expect.objectContaining({ scheme: 'bearer', bearerFormat: 'JWT' }) } });
+    expect((await (await clientFor(w.id)).getAgentCard()).securitySchemes.baton?.scheme?.$case).toBe('httpAuthSecurityScheme');
+  });
+
+  it('answers an id that names no task with TaskNotFound, whatever its form, and an unknown context with no tasks', async () => {
+    const [w, caller] = await Promise.all([newAgent('a2a-wire-to'), newAgent('a2a-wire-from')]);
+    for (const id of ['not-a-uuid', crypto.randomUUID()]) {
+      for (const method of ['GetTask', 'CancelTask']) {
+        const { body } = await rpc(w.id, call(method, { id }), caller.token);
+        expect(body.error, `${method} ${id}`).toMatchObject({ code: -32001 });
+      }
+    }
+    const listed = await rpc(w.id, call('ListTasks', { contextId: 'no-such-context' }), caller.token);
+    expect(listed.body.result).toMatchObject({ tasks: [] });
+  });
+
+  it('refuses no token with 401 and no A2A code, a body that is not JSON with a parse error, and a revoked token at once', async () => {
+    const w = await newAgent('a2a-wire-auth');
+    const none = await rpc(w.id, call('ListTasks', {}));
+    expect(none.status).toBe(401);
+    expect(none.body.error!.code).not.toBe(-32001); // TaskNotFound is for tasks
+    const garbled = await rpc(w.id, '{"jsonrpc": "2.0", "id": 1, "method": ', (await newAgent('a2a-wire-garbled')).token);
+    expect(garbled.body.error!.code).toBe(-32700);
+    const revoked = await newAgent('a2a-wire-revoked');
+    expect((await rpc(w.id, call('ListTasks', {}), revoked.token)).status).toBe(200);
+    await admin.revokeAgent(revoked.id);
+    expect((await rpc(w.id, call('ListTasks', {}), revoked.token)).status).toBe(401);
+  });
+
+  it('serves HTTP+JSON at the root too, where the root card lists it', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-wire-root')]);
+    const root = await startA2AServer({ url: stack.SUPABASE_URL, ...agentKey(stack), directory: admin.db, log: silentLogger, defaultAgent: w.id });
+    try {
+      const rest = await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ['HTTP+JSON'] }))
+        .createFromUrl(`${root.url}/`);
+      expect((await rest.getAgentCard()).supportedInterfaces.map((i) => [i.protocolBinding, i.url])).toEqual([['JSONRPC', `${root.url}/`], ['HTTP+JSON', `${root.url}/`]]);
+      const done = await rest.sendMessage(send('Add at the root'), as(caller.token));
+      if (!('status' in done)) throw new Error('expected a task');
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect((await rest.getTask({ tenant: '', id: done.id }, as(caller.token))).id).toBe(done.id);
+    } finally {
+      await root.close();
+    }
+  });
+
+  it('ends a stream at the final status, with times in UTC written with a Z', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-wire-stream')]);
+    const events: StreamResponse[] = [];
+    for await (const event of (await clientFor(w.id)).sendMessageStream(send('Add and stream'), as(caller.token))) events.push(event);
+    const last = events.at(-1)!.payload;
+    expect(last).toMatchObject({ $case: 'statusUpdate', value: { status: { state: TaskState.TASK_STATE_COMPLETED } } });
+    const finals = events.filter((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_COMPLETED);
+    expect(finals).toHaveLength(1);
+    for (const e of events) if (e.payload?.$case === 'statusUpdate') expect(String(e.payload.value.status?.timestamp)).toMatch(/Z$/);
   });
 });

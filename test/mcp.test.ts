@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ResourceUpdatedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliPath } from './cli.js';
+import { cliAs, cliPath } from './cli.js';
 import { eventually } from './daemon-helpers.js';
 import { newAgent, stack, type TestAgent } from './helpers.js';
 import { agentKeyEnv } from './keys-mode.js';
@@ -122,6 +122,18 @@ describe('baton mcp', () => {
     expect(artifact.text).toBe(source);
     const read = await a.client.readResource({ uri: `baton://artifact/${id}/slugify.ts` });
     expect(read.contents[0]).toMatchObject({ text: source });
+  });
+
+  it('refuses a hand-off to an offline agent as baton handoff does, and queues it when told to', async () => {
+    const away = await newAgent('mcp-away'); // registered, never heard from: offline
+    const refused = await call(a, 'handoff', { to: away.id, title: 'To someone away' });
+    expect(refused.isError).toBe(true);
+    expect((refused.structuredContent as { error: { code: string; hint: string | null } }).error).toMatchObject({ code: 'BT011', hint: expect.any(String) });
+    const cli = await cliAs(a.agent.token, stack)('handoff', away.id, 'To someone away');
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toContain('offline');
+    const queued = await use(a, 'handoff', { to: away.id, title: 'To someone away, queued', allow_offline: true });
+    expect(queued.task).toMatchObject({ status: 'pending', to_agent: away.id });
   });
 
   it('refuses, as a tool error with the code and a hint, to complete a task the agent does not hold', async () => {

@@ -129,6 +129,20 @@ describe('the protocol\'s scripts', () => {
     expect(await sender.client.getTask(id)).toMatchObject({ status: 'in_progress', result: null });
   });
 
+  it('answer --help with their help, doing nothing', async () => {
+    const bot = await newAgent('helpless');
+    await bot.client.heartbeat('working');
+    for (const name of ['status', 'handoff', 'broadcast', 'claim', 'complete', 'fail', 'reject', 'discover', 'tasks']) {
+      for (const flag of ['--help', '-h']) {
+        const help = await script(bot.token, name, [flag]);
+        expect(help.code, `${name}.sh ${flag}: ${help.stderr}`).toBe(0);
+        expect(help.stdout).toMatch(new RegExp(`^Usage: baton protocol ${name}`));
+      }
+    }
+    expect((await bot.client.agent(bot.id)).status_message).toBe('working');
+    expect(await bot.client.listTasks({ box: 'sent' })).toEqual([]);
+  });
+
   it('accept the protocol\'s MC_* variables and refuse an AGENT_ID that is not the token\'s', async () => {
     const cheenu = await newAgent('cheenu');
     const protocolEnv = { SUPABASE_URL: '', SUPABASE_ANON_KEY: '', MC_SUPABASE_URL: stack.SUPABASE_URL, MC_SERVICE_KEY: stack.SUPABASE_SERVICE_ROLE_KEY };

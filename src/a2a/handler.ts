@@ -11,9 +11,9 @@ import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, Unsup
 import { STATE_HEADERS_KEY, type A2ARequestHandler, type RequestHeaders, type ServerCallContext } from '@a2a-js/sdk/server';
 import { PushListener } from '../agent/push.js';
 import type { BatonClient } from '../client/agent.js';
-import { BatonError, NotFoundError, ValidationError } from '../errors.js';
+import { BatonError, NotFoundError, toBatonError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { finalStatuses, type Task, type TaskEvent } from '../schemas.js';
+import { finalStatuses, TaskId, type Task, type TaskEvent } from '../schemas.js';
 import { artifactOf, BadMessage, contextOf, handoffOf, message, statusesOf, statusOf, taskOf, textOf, textPart } from './mapping.js';
 
 export type Target = { agent: string } | { capability: string };
@@ -84,10 +84,12 @@ export class BatonA2AHandler implements A2ARequestHandler {
     if (!Number.isInteger(offset) || offset < 0) throw new RequestMalformedError('pageToken is not one this server gave');
     let query = this.client.db.from('task_handoffs').select('*', { count: 'exact' }).eq('from_agent', this.client.agentId);
     if (params.status) query = query.in('status', statusesOf(params.status));
+    // A context is a chain of tasks, named by its root's id: any other id names no context.
+    if (params.contextId && !TaskId.safeParse(params.contextId).success) return { tasks: [], nextPageToken: '', pageSize: size, totalSize: 0 };
     if (params.contextId) query = query.eq('root_task_id', params.contextId);
     if (params.statusTimestampAfter) query = query.gt('updated_at', params.statusTimestampAfter);
     const { data, count, error } = await query.order('created_at', { ascending: false }).order('id').range(offset, offset + size - 1);
-    if (error) throw a2aError(error);
+    if (error) throw a2aError(toBatonError(error));
     const tasks = await Promise.all((data as Task[]).map((t) => this.a2aTask(t, params.historyLength ?? 0, false)));
     const next = offset + tasks.length < (count ?? 0) ? Buffer.from(String(offset + tasks.length)).toString('base64url') : '';
     return { tasks, nextPageToken: next, pageSize: size, totalSize: count ?? tasks.length };
@@ -95,6 +97,11 @@ export class BatonA2AHandler implements A2ARequestHandler {
 
   async *resubscribe(params: SubscribeToTaskRequest, context?: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const task = await this.own(params.id);
+    // A task that has ended has nothing left to stream (the specification's UnsupportedOperation);
+    // GetTask reads it whole. A stream cut off before the end is resumed from Last-Event-ID.
+    if (finalStatuses.includes(task.status)) {
+      throw new UnsupportedOperationError({ message: `task ${task.id} is ${task.status}: there is nothing left to subscribe to`, metadata: { bt_code: 'BT001', hint: 'Read it with GetTask (tasks/get).' } });
+    }
     const after = this.resumeFrom(context);
     yield { payload: { $case: 'task', value: await this.a2aTask(task, 0) } };
     yield* this.follow(task.id, after ?? await this.lastEventId(task.id), Infinity, true);
@@ -128,8 +135,12 @@ export class BatonA2AHandler implements A2ARequestHandler {
     }
   }
 
-  /** A task the caller may see, or A2A's TaskNotFound. */
+  /**
+   * A task the caller may see, or A2A's TaskNotFound. A2A's task ids are opaque strings: one that is not
+   * a Baton task id names no task, as an unknown one does (not InvalidParams).
+   */
   private async own(id: string): Promise<Task> {
+    if (!TaskId.safeParse(id).success) throw new TaskNotFoundError({ message: `no task ${id}`, metadata: { bt_code: 'BT002' } });
     try {
       return await this.client.getTask(id);
     } catch (err) {
@@ -187,8 +198,15 @@ export class BatonA2AHandler implements A2ARequestHandler {
         // seen completed could come with a history not yet showing it, and the stream would end
         // without its last update.
         const task = await this.client.getTask(taskId);
-        const events = await this.client.events(taskId);
-        for (const event of events.filter((e) => e.id > last)) {
+        const events = (await this.client.events(taskId)).filter((e) => e.id > last);
+        // A stream ends at its final status: that update goes last, after the task's artifacts, and
+        // only once the task itself reads final (a final event newer than the task read here waits
+        // for the next look, so that nothing read before it follows it).
+        const ending = finalStatuses.includes(task.status);
+        const finalEvent = ending ? [...events].reverse().find((e) => finalStatuses.includes(e.to_status)) : undefined;
+        for (const event of events) {
+          if (finalStatuses.includes(event.to_status) && !ending) break;
+          if (event === finalEvent) continue;
           last = event.id;
           yield this.statusUpdate(task, event);
         }
@@ -201,7 +219,11 @@ export class BatonA2AHandler implements A2ARequestHandler {
           artifacts.add(a.name);
           yield { payload: { $case: 'artifactUpdate', value: { taskId, contextId: contextOf(task), artifact: artifactOf(taskId, await this.client.artifact(taskId, a.name)), append: false, lastChunk: true, metadata: undefined } } };
         }
-        if (finalStatuses.includes(task.status) || (!throughInput && task.status === 'input_required') || Date.now() > deadline) return;
+        if (finalEvent) {
+          last = finalEvent.id;
+          yield this.statusUpdate(task, finalEvent);
+        }
+        if (ending || (!throughInput && task.status === 'input_required') || Date.now() > deadline) return;
         if (callerGone.aborted) break;
         await new Promise<void>((resolve) => {
           wake = resolve;

@@ -46,7 +46,8 @@ export function statusOf(task: Task, event?: Pick<TaskEvent, 'id' | 'at'>): NonN
   return {
     state: stateOf[task.status],
     message: text ? message(Role.ROLE_AGENT, [textPart(text)], ids) : undefined,
-    timestamp: event?.at ?? task.updated_at,
+    // RFC 3339 in UTC with a Z, as A2A's examples write it (Postgres prints +00:00).
+    timestamp: new Date(event?.at ?? task.updated_at).toISOString(),
   };
 }
 

@@ -14,7 +14,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { context, propagation, ROOT_CONTEXT } from '@opentelemetry/api';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { A2A_PROTOCOL_VERSION, type AgentCard } from '@a2a-js/sdk';
+import { A2A_PROTOCOL_VERSION, AgentCard } from '@a2a-js/sdk';
 import { UnauthenticatedUser } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { createBatonClient, type BatonClient } from '../client/agent.js';
@@ -48,9 +48,20 @@ export interface A2AServer {
 
 const bearer = (req: Request) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
 
+/**
+ * The JSON-RPC code of an error met before the SDK's handler: a body that is not JSON is JSON-RPC's
+ * parse error; a missing or refused token, JSON-RPC's implementation-defined server error (A2A's own
+ * codes, -32001 to -32009, each mean something else: -32001 is TaskNotFound); anything else, internal.
+ */
+function rpcCodeOf(err: { type?: string }, status: number): number {
+  if (err.type === 'entity.parse.failed') return -32700;
+  if (status === 401) return -32000;
+  return status >= 500 ? -32603 : -32600;
+}
+
 export async function startA2AServer(options: A2AServerOptions): Promise<A2AServer> {
   const { log } = options;
-  const clients = new Map<string, { client: BatonClient; checked: number }>();
+  const clients = new Map<string, BatonClient>();
   const following = new Set<object>();
   const app = express();
   let base = options.publicUrl ?? '';
@@ -59,18 +70,18 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
   async function caller(req: Request): Promise<BatonClient> {
     const token = bearer(req);
     if (!token) throw Object.assign(new Error('A2A calls to Baton need a Baton agent token: Authorization: Bearer <token> (baton agent create <id> prints one)'), { status: 401 });
-    const known = clients.get(token);
-    if (known && Date.now() - known.checked < 60_000) return known.client;
-    let client: BatonClient;
+    let client = clients.get(token);
     try {
-      client = createBatonClient({ url: options.url, publishableKey: options.publishableKey, anonKey: options.anonKey, token });
-      // The database decides whether the token is live: never issued, revoked and expired ones are refused.
+      client ??= createBatonClient({ url: options.url, publishableKey: options.publishableKey, anonKey: options.anonKey, token });
+      // The database decides whether the token is live, on every request: a token revoked or expired a
+      // moment ago is refused at once, as everywhere else in Baton.
       await client.agent(client.agentId);
     } catch (err) {
+      clients.delete(token);
       throw Object.assign(new Error(`the token was refused: ${(err as Error).message}`), { status: 401 });
     }
     if (clients.size > 1000) clients.clear();
-    clients.set(token, { client, checked: Date.now() });
+    clients.set(token, client);
     return client;
   }
 
@@ -114,8 +125,9 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       try {
         const t = target(req);
         if (!t) return res.status(404).json({ error: 'this server has no default agent', hint: 'Start it with --agent <id>, or use /agents/<id>/.well-known/agent-card.json.' });
-        // The SDK's own card handler serves the card as JSON.stringify of its type, as this does.
-        return res.json(await card(t, path(req)));
+        // On the wire as A2A's JSON says it (the SDK's toJSON: a security scheme is {"httpAuthSecurityScheme": …},
+        // not the SDK's internal {"scheme": {"$case": …}}); cacheable for a while, as cards are.
+        return res.set('Cache-Control', 'public, max-age=300').json(AgentCard.toJSON(await card(t, path(req))));
       } catch (err) {
         next(err);
       }
@@ -151,10 +163,12 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
   app.use('/agents/:id', express.json({ limit: '1mb' }), serveRpc(agentTarget));
   app.use('/capabilities/:name', express.json({ limit: '1mb' }), serveRpc(capabilityTarget));
   app.post('/', express.json({ limit: '1mb' }), serveRpc(defaultTarget));
-  app.use((err: Error & { status?: number }, _req: Request, res: Response, _next: NextFunction) => {
+  // The root card lists HTTP+JSON at / too: its paths, routed as they are (not mounted, which would strip them).
+  app.all(/^\/(message:(send|stream)|tasks(\/.*)?|extendedAgentCard)$/, express.json({ limit: '1mb' }), serveRpc(defaultTarget));
+  app.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
     const status = err.status ?? 500;
     if (status >= 500) log.error({ err }, 'A2A request failed');
-    res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: status === 401 ? -32001 : -32603, message: status >= 500 ? 'internal error' : err.message } });
+    res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCodeOf(err, status), message: status >= 500 ? 'internal error' : err.message } });
   });
 
   const server: http.Server = await new Promise((resolve, reject) => {

@@ -150,11 +150,13 @@ function handingWorkOn(agent: McpAgent): Tool[] {
       name: 'handoff',
       title: 'Hand a task to an agent',
       description: 'Hands a task to one agent by id (see discover). Returns the new task; you hear of its progress and result in your inbox. '
-      + 'Say what you expect back with expected_outputs.',
+      + 'Say what you expect back with expected_outputs. An agent that is offline is refused, as baton handoff refuses it: '
+      + 'set allow_offline to queue the task for when it returns.',
       input: { to: z.string().min(1).describe('The receiving agent\'s id.'), ...handoffShape,
-        capabilities: z.array(z.string()).optional().describe('Capabilities the receiver must hold.') },
-      run: async ({ to, capabilities, ...args }) => {
-        const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities });
+        capabilities: z.array(z.string()).optional().describe('Capabilities the receiver must hold.'),
+        allow_offline: z.boolean().optional().describe('Queue it even if the agent is offline (default false: refused with BT011).') },
+      run: async ({ to, capabilities, allow_offline, ...args }) => {
+        const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline ?? false });
         return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
       },
     }),

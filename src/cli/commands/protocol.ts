@@ -57,6 +57,13 @@ Each subcommand takes the arguments of the script with its name, as the protocol
 Example:
   $ baton protocol handoff cheenu "Research Supabase Realtime for live updates" high
   ✅ Task handed off: 3f2a1b4c-…`);
+  // The scripts pass every argument after "--", so "status.sh --help" arrives as data: it asks for
+  // the script's help, and nothing is done (no status of "--help" for others to read).
+  protocol.hook('preSubcommand', (_protocol, script) => {
+    const argv = process.argv;
+    const after = argv.slice(argv.indexOf(script.name(), argv.indexOf('protocol')) + 1).filter((a) => a !== '--');
+    if (['--help', '-h'].includes(after[0] ?? '')) script.help();
+  });
 
   protocol.command('discover [active_filter] [capability]')
     .description('agents, as "<agent> - <capabilities> | <channel>": active ones (default), or all')
