@@ -262,6 +262,18 @@ describe('Baton over A2A, on the wire as the specification says it', () => {
     expect((await rpc(w.id, call('ListTasks', {}), revoked.token)).status).toBe(401);
   });
 
+  it('answers a message of files it does not read with ContentTypeNotSupported; HTTP+JSON as application/json, also through a doubled slash', async () => {
+    const [w, caller] = await Promise.all([newAgent('a2a-wire-media-to'), newAgent('a2a-wire-media-from')]);
+    const params = { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ raw: 'dGNr', mediaType: 'application/x-unknown' }] } };
+    const { body } = await rpc(w.id, call('SendMessage', params), caller.token);
+    expect(body.error).toMatchObject({ code: -32005 });
+    const rest = await fetch(`${server.url}/agents/${w.id}//message:send`, {
+      method: 'POST', body: JSON.stringify(params), headers: { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: `Bearer ${caller.token}` },
+    });
+    expect(rest.status, await rest.clone().text()).toBe(415);
+    expect(rest.headers.get('content-type')).toMatch(/^application\/json/);
+  });
+
   it('serves HTTP+JSON at the root too, where the root card lists it', async () => {
     const [w, caller] = await Promise.all([worker(), newAgent('a2a-wire-root')]);
     const root = await startA2AServer({ url: stack.SUPABASE_URL, ...agentKey(stack), directory: admin.db, log: silentLogger, defaultAgent: w.id });

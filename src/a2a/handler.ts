@@ -6,7 +6,7 @@
  */
 import { Role, TaskState, type AgentCard, type CancelTaskRequest, type GetTaskRequest, type ListTasksRequest, type ListTasksResponse,
   type Message as A2AMessage, type SendMessageRequest, type StreamResponse, type SubscribeToTaskRequest, type Task as A2ATask } from '@a2a-js/sdk';
-import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, PushNotificationNotSupportedError,
+import { ContentTypeNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, PushNotificationNotSupportedError,
   ExtendedAgentCardNotConfiguredError, A2AError } from '@a2a-js/sdk/errors';
 import { STATE_HEADERS_KEY, type A2ARequestHandler, type RequestHeaders, type ServerCallContext } from '@a2a-js/sdk/server';
 import { PushListener } from '../agent/push.js';
@@ -14,7 +14,7 @@ import type { BatonClient } from '../client/agent.js';
 import { BatonError, NotFoundError, toBatonError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { finalStatuses, TaskId, type Task, type TaskEvent } from '../schemas.js';
-import { artifactOf, BadMessage, contextOf, handoffOf, message, statusesOf, statusOf, taskOf, textOf, textPart } from './mapping.js';
+import { artifactOf, BadMessage, UnreadableContent, contextOf, handoffOf, message, statusesOf, statusOf, taskOf, textOf, textPart } from './mapping.js';
 
 export type Target = { agent: string } | { capability: string };
 
@@ -250,6 +250,7 @@ export class BatonA2AHandler implements A2ARequestHandler {
 /** A Baton refusal as A2A's error, with Baton's BT code and hint in its metadata. */
 function a2aError(err: unknown): Error {
   if (err instanceof A2AError) return err;
+  if (err instanceof UnreadableContent) return new ContentTypeNotSupportedError(err.message);
   if (err instanceof BadMessage) return new RequestMalformedError(err.message);
   if (err instanceof BatonError) {
     const metadata = { bt_code: err.code, ...(err.hint ? { hint: err.hint } : {}) };

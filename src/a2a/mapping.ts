@@ -105,6 +105,11 @@ export function taskOf(task: Task, artifacts: ResolvedArtifact[], messages: Mess
 }
 
 export class BadMessage extends Error {}
+/** A message whose parts are all of media types this server does not read (A2A's ContentTypeNotSupported). */
+export class UnreadableContent extends BadMessage {}
+
+/** What Baton reads from a message, as its cards say (defaultInputModes): other files ride along in payload.files. */
+export const inputModes = ['text/plain', 'application/json'];
 
 /**
  * An A2A message as a hand-off. The first line of its text is the title (at most 200 characters), all of
@@ -121,7 +126,13 @@ export function handoffOf(msg: A2AMessage): Omit<HandoffInput, 'to'> {
   });
   const text = texts.join('\n\n').trim();
   const firstLine = text.split('\n')[0]?.trim() ?? '';
-  if (!firstLine && data.length === 0) throw new BadMessage('the message has no text part and no data part: say what the work is');
+  if (!firstLine && data.length === 0) {
+    if (files.length) {
+      throw new UnreadableContent(`the message has only files of types this agent does not read (${[...new Set(files.map((f) => f.media_type ?? 'no type'))].join(', ')}): `
+        + `send a text or JSON part (${inputModes.join(', ')}) that says what the work is, with the files beside it`);
+    }
+    throw new BadMessage('the message has no text part and no data part: say what the work is');
+  }
   const single = data.length === 1 && data[0] !== null && typeof data[0] === 'object' && !Array.isArray(data[0]);
   const payload: Record<string, unknown> = single ? { ...(data[0] as Record<string, unknown>) } : data.length ? { parts: data } : {};
   if (files.length) payload.files = files;

@@ -22,6 +22,7 @@ import type { BatonDb } from '../client/connection.js';
 import type { Logger } from '../logger.js';
 import { Agent } from '../schemas.js';
 import { BatonA2AHandler, type Target } from './handler.js';
+import { inputModes } from './mapping.js';
 
 export interface A2AServerOptions {
   /** The Baton project, and the API key callers' tokens go with (publishable or legacy anon). */
@@ -53,6 +54,24 @@ const bearer = (req: Request) => /^Bearer (.+)$/.exec(req.headers.authorization 
  * parse error; a missing or refused token, JSON-RPC's implementation-defined server error (A2A's own
  * codes, -32001 to -32009, each mean something else: -32001 is TaskNotFound); anything else, internal.
  */
+/**
+ * HTTP+JSON as the specification says it where the SDK does not: answers as application/json, as the
+ * binding's requirements say (11.1; the SDK writes application/a2a+json, which only the illustrative
+ * examples of section 6 use), and ContentTypeNotSupported as 415 Unsupported Media Type (the error
+ * mapping of 5.4; the SDK sends 400).
+ */
+function jsonBodies(res: Response): Response {
+  const setHeader = res.setHeader.bind(res);
+  res.setHeader = (name: string, value: number | string | readonly string[]) =>
+    setHeader(name, name.toLowerCase() === 'content-type' && typeof value === 'string' ? value.replace('application/a2a+json', 'application/json') : value);
+  const json = res.json.bind(res);
+  res.json = (body: { error?: { details?: Array<{ reason?: string }> } }) => {
+    if (body?.error?.details?.some((d) => d.reason === 'CONTENT_TYPE_NOT_SUPPORTED')) res.status(415);
+    return json(body);
+  };
+  return res;
+}
+
 function rpcCodeOf(err: { type?: string }, status: number): number {
   if (err.type === 'entity.parse.failed') return -32700;
   if (status === 401) return -32000;
@@ -113,7 +132,7 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
       securitySchemes: { baton: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A Baton agent token (baton agent create <id>): the caller acts as that agent.', scheme: 'bearer', bearerFormat: 'JWT' } } } },
       securityRequirements: [{ schemes: { baton: { list: [] } } }],
-      defaultInputModes: ['text/plain', 'application/json'],
+      defaultInputModes: inputModes,
       defaultOutputModes: ['text/plain', 'application/json', 'application/octet-stream'],
       skills,
       signatures: [],
@@ -147,12 +166,20 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
       // The caller's trace goes on: a hand-off it asks for records the caller's context.
       return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
-        jsonRpcHandler(options)(req, res, () => restHandler(options)(req, res, next)));
+        jsonRpcHandler(options)(req, res, () => restHandler(options)(req, jsonBodies(res), next)));
     } catch (err) {
       next(err);
     }
   };
 
+  // A client that joins a base URL ending in / with a path starting with / ("…/agents/x//message:send")
+  // means the single slash; the path is read so, its query left as it is.
+  app.use((req, _res, next) => {
+    const q = req.url.indexOf('?');
+    const [pathPart, query] = q < 0 ? [req.url, ''] : [req.url.slice(0, q), req.url.slice(q)];
+    if (pathPart.includes('//')) req.url = pathPart.replace(/\/{2,}/g, '/') + query;
+    next();
+  });
   const agentTarget = (req: Request): Target => ({ agent: String(req.params.id) });
   const capabilityTarget = (req: Request): Target => ({ capability: String(req.params.name) });
   const defaultTarget = (): Target | undefined => (options.defaultAgent ? { agent: options.defaultAgent } : undefined);
