@@ -247,6 +247,12 @@ describe('Baton over A2A, on the wire as the specification says it', () => {
     }
     const listed = await rpc(w.id, call('ListTasks', { contextId: 'no-such-context' }), caller.token);
     expect(listed.body.result).toMatchObject({ tasks: [] });
+    // The request comes back in the history with the id its sender gave it.
+    const messageId = crypto.randomUUID();
+    const sent = await rpc(w.id, call('SendMessage', { message: { messageId, role: 'ROLE_USER', parts: [{ text: 'Keep my id' }] }, configuration: { returnImmediately: true } }), caller.token);
+    const id = (sent.body.result as { task: { id: string } }).task.id;
+    const got = await rpc(w.id, call('GetTask', { id, historyLength: 10 }), caller.token);
+    expect((got.body.result as { history: Array<{ messageId: string }> }).history[0]!.messageId).toBe(messageId);
   });
 
   it('refuses no token with 401 and no A2A code, a body that is not JSON with a parse error, and a revoked token at once', async () => {

@@ -77,7 +77,9 @@ export function requestMessage(task: Task): A2AMessage {
   const text = task.description ? `${task.title}\n\n${task.description}` : task.title;
   const parts = [textPart(text)];
   if (Object.keys(task.payload).length > 0) parts.push(dataPart(task.payload));
-  return message(Role.ROLE_USER, parts, { messageId: task.idempotency_key ?? `${task.id}:request`, taskId: task.id, contextId: contextOf(task) });
+  // The caller's own message id, as it sent it (the hand-off keeps it in its idempotency key).
+  const sent = task.idempotency_key?.startsWith(messageKeyPrefix) ? task.idempotency_key.slice(messageKeyPrefix.length) : undefined;
+  return message(Role.ROLE_USER, parts, { messageId: sent ?? `${task.id}:request`, taskId: task.id, contextId: contextOf(task) });
 }
 
 /** The thread on a task (questions, answers, progress) as A2A messages, oldest first. */
@@ -103,6 +105,9 @@ export function taskOf(task: Task, artifacts: ResolvedArtifact[], messages: Mess
     metadata: { baton: { status: task.status, from_agent: task.from_agent, to_agent: task.to_agent, claimed_by: task.claimed_by, attempts: task.attempts } },
   };
 }
+
+/** A hand-off made from an A2A message keeps the message's id as its idempotency key, after this. */
+const messageKeyPrefix = 'a2a:';
 
 export class BadMessage extends Error {}
 /** A message whose parts are all of media types this server does not read (A2A's ContentTypeNotSupported). */
@@ -140,7 +145,7 @@ export function handoffOf(msg: A2AMessage): Omit<HandoffInput, 'to'> {
     title: (firstLine || 'work handed off over A2A').slice(0, 200),
     description: text.length > firstLine.length ? text : undefined,
     payload,
-    idempotencyKey: msg.messageId ? `a2a:${msg.messageId}` : undefined,
+    idempotencyKey: msg.messageId ? `${messageKeyPrefix}${msg.messageId}` : undefined,
   };
 }
 
