@@ -1,6 +1,8 @@
 /**
  * The one reader of the environment and `.env`. Precedence: flags, then the process environment, then
- * `.env` in the working directory (or the file BATON_ENV_FILE names). Everything else receives a BatonConfig as an argument.
+ * the project's `.env` (or the file BATON_ENV_FILE names). The project is found as git finds a
+ * repository: the working folder or the nearest one above it that holds Baton's `.baton/` folder or a
+ * `.env` with Baton's settings in it. Everything else receives a BatonConfig as an argument.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,8 +62,26 @@ const envNames = {
   dbPort: ['BATON_DB_PORT'],
 } as const satisfies Record<keyof BatonConfig, readonly string[]>;
 
-/** `.env` in the working directory, or the file BATON_ENV_FILE names (which must then exist). */
-function readDotenv(cwd: string, env: NodeJS.ProcessEnv): Record<string, string> {
+/** Every name the settings are read under: what makes a `.env` one of Baton's. */
+const settingNames = (): string[] => Object.values(envNames).flat();
+
+/**
+ * The folder of the Baton project that `cwd` is in: `cwd` itself or the nearest folder above it with
+ * `.baton/` (a stack's home) or a `.env` that sets one of Baton's settings (a `.env` of some other
+ * tool, in a home folder say, is passed by). None found: `cwd`, as before any project exists.
+ */
+export function projectRoot(cwd: string): string {
+  const names = settingNames();
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, '.baton'))) return dir;
+    const file = path.join(dir, '.env');
+    if (fs.existsSync(file) && Object.keys(dotenv.parse(fs.readFileSync(file))).some((k) => names.includes(k))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(cwd);
+  }
+}
+
+/** The project's `.env`, or the file BATON_ENV_FILE names (which must then exist). */
+function readDotenv(cwd: string, root: string, env: NodeJS.ProcessEnv): Record<string, string> {
   if (env.BATON_ENV_FILE) {
     const named = path.resolve(cwd, env.BATON_ENV_FILE);
     if (!fs.existsSync(named)) {
@@ -69,7 +89,7 @@ function readDotenv(cwd: string, env: NodeJS.ProcessEnv): Record<string, string>
     }
     return dotenv.parse(fs.readFileSync(named));
   }
-  const file = path.join(cwd, '.env');
+  const file = path.join(root, '.env');
   if (!fs.existsSync(file)) return {};
   return dotenv.parse(fs.readFileSync(file));
 }
@@ -108,25 +128,32 @@ export function loadConfig(
   flags: ConfigFlags = {},
   { cwd = process.cwd(), env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): BatonConfig {
-  const fromFile = readDotenv(cwd, env);
-  const pick = (key: keyof BatonConfig): string | undefined => {
+  const root = projectRoot(cwd);
+  const fromFile = readDotenv(cwd, root, env);
+  /** The setting, and the folder a relative path in it is relative to: the working folder, or the project's for its `.env`. */
+  const located = (key: keyof BatonConfig): { value?: string; base: string } => {
     const flag = flags[key];
-    if (flag !== undefined && flag !== '') return String(flag);
+    if (flag !== undefined && flag !== '') return { value: String(flag), base: cwd };
     const names = envNames[key];
-    return names.map((name) => env[name]).find(Boolean) || names.map((name) => fromFile[name]).find(Boolean) || undefined;
+    const given = names.map((name) => env[name]).find(Boolean);
+    if (given) return { value: given, base: cwd };
+    return { value: names.map((name) => fromFile[name]).find(Boolean) || undefined, base: env.BATON_ENV_FILE ? cwd : root };
   };
+  const pick = (key: keyof BatonConfig): string | undefined => located(key).value;
+  const stackDir = located('stackDir');
+  const signingKey = located('signingKey');
   return {
     url: pick('url')?.replace(/\/+$/, ''),
     publishableKey: pick('publishableKey'),
     secretKey: pick('secretKey'),
     anonKey: pick('anonKey'),
     serviceRoleKey: pick('serviceRoleKey'),
-    signingKey: readSigningKey(pick('signingKey'), cwd),
+    signingKey: readSigningKey(signingKey.value, signingKey.base),
     jwtSecret: pick('jwtSecret'),
     agentToken: pick('agentToken'),
     agentId: pick('agentId'),
     databaseUrl: pick('databaseUrl'),
-    stackDir: path.resolve(cwd, pick('stackDir') ?? defaults.stackDir),
+    stackDir: stackDir.value ? path.resolve(stackDir.base, stackDir.value) : path.resolve(root, defaults.stackDir),
     apiHost: pick('apiHost') ?? defaults.apiHost,
     ...ports(
       port(pick('apiPort'), 'the API port (--api-port, BATON_API_PORT)', defaults.apiPort),

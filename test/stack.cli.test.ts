@@ -2,7 +2,9 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig, projectRoot } from '../src/config.js';
 import { freePort } from '../src/stack/ports.js';
 import { isAlive, readRuntime } from '../src/stack/state.js';
 import { makeStackDir } from './global-setup.js';
@@ -40,6 +42,48 @@ describe('baton stack', async () => {
     const env = Object.fromEntries(stdout.trim().split('\n').map((line) => line.split(/=(.*)/s).slice(0, 2)));
     expect(Object.keys(env).sort()).toEqual(['BATON_SIGNING_KEY', 'DATABASE_URL', 'SUPABASE_ANON_KEY', 'SUPABASE_JWT_SECRET', 'SUPABASE_PUBLISHABLE_KEY', 'SUPABASE_SECRET_KEY', 'SUPABASE_SERVICE_ROLE_KEY', 'SUPABASE_URL']);
     expect(env.SUPABASE_URL).toBe(`http://127.0.0.1:${apiPort}`);
+  });
+
+  it('writes the settings to a file only its owner may read, and every command below its folder reads it', async () => {
+    const project = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-project-'));
+    try {
+      const file = path.join(project, '.env');
+      const written = await baton(['stack', 'env', '--dir', dir, '--write-env', file]);
+      expect(written.code, written.stderr).toBe(0);
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      expect(fs.readFileSync(file, 'utf8')).toContain(`SUPABASE_URL=http://127.0.0.1:${apiPort}`);
+      // A file already there is left as it is.
+      fs.writeFileSync(file, 'KEPT=1\n');
+      expect((await baton(['stack', 'env', '--dir', dir, '--write-env', file])).code).toBe(2);
+      expect(fs.readFileSync(file, 'utf8')).toBe('KEPT=1\n');
+      fs.rmSync(file);
+      await baton(['stack', 'env', '--dir', dir, '--write-env', file]);
+      // From a folder two levels down, as git finds its repository.
+      const deeper = path.join(project, 'src', 'lib');
+      fs.mkdirSync(deeper, { recursive: true });
+      const health = await baton(['health'], {}, deeper);
+      expect(health.code, health.stderr).toBe(0);
+      expect(health.stdout).toContain(`http://127.0.0.1:${apiPort} answers`);
+    } finally {
+      fs.rmSync(project, { recursive: true, force: true });
+    }
+  });
+
+  it('finds its project as git does, passing by a .env that is not Baton\'s', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-home-'));
+    try {
+      fs.writeFileSync(path.join(home, '.env'), 'SOME_OTHER_TOOL=1\n');
+      const work = path.join(home, 'work', 'deep');
+      fs.mkdirSync(work, { recursive: true });
+      expect(projectRoot(work)).toBe(work); // nothing of Baton's above: the working folder
+      fs.mkdirSync(path.join(home, 'work', '.baton'));
+      expect(projectRoot(work)).toBe(path.join(home, 'work'));
+      expect(loadConfig({}, { cwd: work, env: {} }).stackDir).toBe(path.join(home, 'work', '.baton', 'stack'));
+      fs.writeFileSync(path.join(work, '.env'), 'BATON_AGENT_TOKEN=t\n');
+      expect(projectRoot(work)).toBe(work);
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('keeps every agent and task across stop and start', async () => {

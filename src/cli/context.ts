@@ -129,9 +129,17 @@ export function assertNewEnvFile(config: BatonConfig, file: string): void {
  */
 export function writeAgentEnvFile(config: BatonConfig, file: string, agentId: string, token: string): void {
   const lines = [`SUPABASE_URL=${endpoint(config).url}`, agentApiKeyLine(config), `BATON_AGENT_ID=${agentId}`, `BATON_AGENT_TOKEN=${token}`];
+  writeSecretFile(file, `${lines.join('\n')}\n`);
+}
+
+/** Writes settings that hold secrets to a new file only its owner may read (0600); a file already there is left as it is. */
+export function writeSecretFile(file: string, text: string): void {
+  if (fs.existsSync(file)) {
+    throw usageError(`${path.resolve(file)} exists already; it is left as it is`, 'Name a new file, or remove the old one first if what it holds is no longer wanted.');
+  }
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // Created exclusively, so a file that appeared meanwhile is not overwritten either.
-  fs.writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600, flag: 'wx' });
+  fs.writeFileSync(file, text, { mode: 0o600, flag: 'wx' });
 }
 
 /**

@@ -45,7 +45,8 @@ export function buildProgram(argv: string[]): Command {
       outputError: (text, write) => write(errorLine(argv, text.trim().replace(/^error:\s*/, '').replace(/\s*\n\s*/g, ' '), 'see --help', 'USAGE')),
     })
     .addHelpText('after', `
-Configuration comes from flags, then the environment, then .env in the current folder:
+Configuration comes from flags, then the environment, then the project's .env (this folder's, or the
+nearest above it with .baton/ or Baton's settings in a .env, as git finds a repository):
   SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY   the project (default: the local stack, see baton stack start)
   BATON_AGENT_TOKEN                        the agent you act as (baton agent create prints it)
   SUPABASE_SECRET_KEY, BATON_SIGNING_KEY   operator commands (baton agent ...)

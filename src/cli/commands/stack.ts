@@ -1,9 +1,10 @@
+import path from 'node:path';
 import type { Command } from 'commander';
 import { createLogger } from '../../logger.js';
 import { stackHealth, startInBackground, stopInBackground } from '../../stack/background.js';
 import { stackPaths } from '../../stack/paths.js';
 import { readRuntime, readSecrets, stackEnv } from '../../stack/state.js';
-import { cliEntry, configOf } from '../context.js';
+import { cliEntry, configOf, writeSecretFile } from '../context.js';
 import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
 import { emit } from '../output.js';
 import { fields } from '../../text/format.js';
@@ -75,16 +76,21 @@ Example:
 
   stack.command('env')
     .description('print the settings agents and tools need, as KEY=VALUE lines')
+    .option('--write-env <file>', 'write them to a new file that only you may read (mode 0600), e.g. .env, instead of printing them')
     .addHelpText('after', `
 With --url, prints the settings as another host sees the stack (a container, say), from the stack's
 folder alone, whether or not the stack runs here; DATABASE_URL is left out, as the database listens on
 its own host's loopback only.
 
+The settings hold the secret key and the database password: --write-env writes them readable by you
+alone, where "> .env" makes a file anyone on the machine may read. Every baton command in that folder,
+or in one below it, reads its .env.
+
 Example:
-  $ baton stack env > .env
+  $ baton stack env --write-env .env
   $ eval "$(baton stack env | sed 's/^/export /')"
   $ baton stack env --dir /data --url http://stack:54321`)
-    .action((_opts, command: Command) => {
+    .action((opts: { writeEnv?: string }, command: Command) => {
       const config = configOf(command);
       const seenFrom = command.optsWithGlobals<{ url?: string }>().url;
       const runtime = readRuntime(config.stackDir);
@@ -97,7 +103,13 @@ Example:
       const env = seenFrom ? { ...rest, SUPABASE_URL: seenFrom.replace(/\/+$/, '') } : { ...rest, DATABASE_URL };
       // A value that is not one plain word (the signing key's JSON) is single-quoted, for shells and dotenv alike.
       const quoted = (v: string) => (/^[\w:/.@+=-]*$/.test(v) ? v : `'${v}'`);
-      emit(config, env, (e) => Object.entries(e).map(([k, v]) => `${k}=${quoted(v)}`).join('\n'));
+      const lines = (e: Record<string, string>) => Object.entries(e).map(([k, v]) => `${k}=${quoted(v)}`).join('\n');
+      if (opts.writeEnv) {
+        writeSecretFile(opts.writeEnv, `${lines(env)}\n`);
+        emit(config, { written: path.resolve(opts.writeEnv) }, () => `Wrote ${Object.keys(env).length} settings to ${path.resolve(opts.writeEnv!)} (readable by you only).`);
+        return;
+      }
+      emit(config, env, lines);
     });
 
   stack.command('serve')
