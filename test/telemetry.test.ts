@@ -177,6 +177,32 @@ describe('one trace across a chain of agents', () => {
     expect(spans.slice(before).filter((s) => [step1.id, step2.id, step3.id].includes(String(s.attributes['baton.task.id'])))).toEqual([]);
     expect([step1, step2, step3].map((t) => t.traceparent)).toEqual([null, null, null]);
   });
+
+  it('with the console exporter, writes spans to stderr and leaves stdout to the answer: one JSON document, or MCP\'s stream', async () => {
+    const [sender, to] = await Promise.all([newAgent('console-sender'), newAgent('console-to')]);
+    const consoleEnv = { SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: sender.token, OTEL_TRACES_EXPORTER: 'console' };
+    const handed = await baton(['handoff', to.id, 'traced to the console', '--allow-offline', '--json'], consoleEnv);
+    expect(handed.code, handed.stderr).toBe(0);
+    expect(JSON.parse(handed.stdout)).toMatchObject({ title: 'traced to the console' });
+    const lines = handed.stderr.trim().split('\n').map((line) => JSON.parse(line) as { traceId: string; name: string });
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.every((span) => /^[0-9a-f]{32}$/.test(span.traceId))).toBe(true);
+
+    const transport = new StdioClientTransport({
+      command: process.execPath, args: [cliPath, 'mcp', '--no-push'],
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...consoleEnv },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'console-host', version: '1.0.0' });
+    // The SDK's client refuses any line on stdout that is not JSON-RPC: these calls would fail.
+    const refused: Error[] = [];
+    client.onerror = (err) => { refused.push(err); };
+    await client.connect(transport);
+    await client.callTool({ name: 'handoff', arguments: { to: to.id, title: 'traced from MCP', allow_offline: true } });
+    await client.callTool({ name: 'list_tasks', arguments: { box: 'sent' } });
+    await client.close();
+    expect(refused).toEqual([]);
+  });
 });
 
 describe('a daemon\'s metrics', () => {

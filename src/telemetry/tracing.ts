@@ -5,6 +5,7 @@
  * request Baton's clients make carries the active context as W3C `traceparent` and `tracestate` headers,
  * which the database records on the tasks it hands off.
  */
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import { context, createContextKey, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type SpanContext, TraceFlags } from '@opentelemetry/api';
 
 export const tracer = trace.getTracer('baton');
@@ -32,7 +33,7 @@ export async function startTracing(serviceName: string): Promise<() => Promise<v
   ]);
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new core.CompositePropagator({ propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()] }));
-  const exporter = process.env.OTEL_TRACES_EXPORTER === 'console' ? new sdk.ConsoleSpanExporter() : new OTLPTraceExporter();
+  const exporter = process.env.OTEL_TRACES_EXPORTER === 'console' ? stderrExporter(core.ExportResultCode.SUCCESS) : new OTLPTraceExporter();
   const resource = resources.defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': serviceName }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
@@ -44,6 +45,30 @@ export async function startTracing(serviceName: string): Promise<() => Promise<v
     enabled = false;
   };
 }
+
+/**
+ * OTEL_TRACES_EXPORTER=console: each span as one JSON line on stderr. The SDK's own console exporter
+ * writes to stdout, which is the CLI's answer (one JSON document with --json) and `baton mcp`'s
+ * JSON-RPC stream; a span there would corrupt both.
+ */
+function stderrExporter(success: number): SpanExporter {
+  return {
+    export(spans, done) {
+      for (const span of spans) {
+        const { traceId, spanId } = span.spanContext();
+        process.stderr.write(`${JSON.stringify({
+          traceId, spanId, parentSpanId: span.parentSpanContext?.spanId, name: span.name, kind: span.kind,
+          service: span.resource.attributes['service.name'], start: hrIso(span.startTime), durationMs: span.duration[0] * 1e3 + span.duration[1] / 1e6,
+          attributes: span.attributes, status: span.status, events: span.events.map((e) => ({ name: e.name, attributes: e.attributes })),
+        })}\n`);
+      }
+      done({ code: success });
+    },
+    shutdown: async () => undefined,
+  };
+}
+
+const hrIso = ([seconds, nanos]: [number, number]) => new Date(seconds * 1e3 + nanos / 1e6).toISOString();
 
 /** Runs `work`, then ends `span`; a throw is recorded on it as an error and thrown on. */
 export async function ending<T>(span: Span, work: () => Promise<T>): Promise<T> {
