@@ -68,6 +68,23 @@ describe('artifacts', async () => {
     await refusal(bob.client.attachArtifact(task.id, '../etc/passwd', 'x'), 'BT005');
   });
 
+  it('refuses a link that is code (javascript:, vbscript:, data:) and a media type with anything but parameters', async () => {
+    const task = await runningTask(alice, bob);
+    for (const uri of ['javascript://%0Aalert(document.domain)', 'vbscript://x', 'data://text/html,<script>1</script>']) {
+      const refused = await refusal(bob.client.attachArtifact(task.id, 'link.html', { uri }), 'BT005');
+      expect(refused.message).toMatch(/scheme/);
+    }
+    for (const mediaType of ['text/html;<script>alert(1)</script>', 'text/plain; charset=utf-8\r\nX-Injected: 1', 'text/plain;']) {
+      await refusal(bob.client.attachArtifact(task.id, 'note.txt', 'hello', { mediaType }), 'BT005');
+    }
+    for (const mediaType of ['text/plain; charset=utf-8', 'text/plain;charset="utf-8"', 'application/vnd.api+json']) {
+      expect((await bob.client.attachArtifact(task.id, 'fine.txt', 'hello', { mediaType })).media_type).toBe(mediaType);
+    }
+    expect((await bob.client.attachArtifact(task.id, 's3.bin', { uri: 's3://bucket/key.bin' })).uri).toBe('s3://bucket/key.bin');
+    // Nothing refused was stored.
+    expect((await alice.client.artifacts(task.id)).map((a) => a.name).sort()).toEqual(['fine.txt', 's3.bin']);
+  });
+
   it('refuses completing without a required output, listing what is missing', async () => {
     const task = await alice.client.handoff({
       to: bob.id, title: 'produce two',

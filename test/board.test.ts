@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import axe from 'axe-core';
+import pg from 'pg';
 import { BoardData } from '../src/board/data.js';
 import { startBoard, type Board } from '../src/board/server.js';
 import { silentLogger } from '../src/logger.js';
@@ -178,6 +179,28 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     await refusal.waitFor();
     expect(await refusal.textContent()).toMatch(/BT006/);
     expect((await own.admin.db.from('task_handoffs').select('status').eq('id', retries![0]!.id).single()).data!.status).toBe('pending');
+    await page.close();
+  });
+
+  it('shows a link stored before links were checked as text, and serves old content with only its type/subtype', async () => {
+    const [lead, coder] = await Promise.all([own.newAgent('legacy-lead'), own.newAgent('legacy-coder')]);
+    const task = await lead.client.handoff({ to: coder.id, title: 'Legacy artifacts', allowOffline: true });
+    // Rows as an older Baton let them in: written past the triggers, as a restore would.
+    const db = new pg.Client({ connectionString: own.adminUrl });
+    await db.connect();
+    try {
+      await db.query("set session_replication_role = replica");
+      await db.query(`insert into task_artifacts (task_id, name, media_type, uri, producer) values ($1, 'run.html', 'text/html', 'javascript://%0Adocument.title="owned"', $2)`, [task.id, coder.id]);
+      await db.query(`insert into task_artifacts (task_id, name, media_type, content, producer) values ($1, 'page.txt', 'text/html;<b>x</b>', 'hello'::bytea, $2)`, [task.id, coder.id]);
+    } finally {
+      await db.end();
+    }
+    const page = await open(operator, `#/task/${task.id}`);
+    await page.getByText('run.html').first().waitFor();
+    expect(await page.locator('a[href^="javascript"]').count()).toBe(0);
+    expect(await page.getByText('javascript://%0Adocument.title="owned"', { exact: false }).count()).toBeGreaterThan(0);
+    const download = await page.request.get(`${operator.origin}/api/tasks/${task.id}/artifacts/page.txt`);
+    expect(download.headers()['content-type']).toBe('text/html; charset=utf-8');
     await page.close();
   });
 

@@ -133,8 +133,10 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
   async function download(res: http.ServerResponse, taskId: string, name: string) {
     const a = await data.artifact(taskId, name);
     if (!a.content) return json(res, 200, { uri: a.uri });
-    // Served as a download, never rendered here: an artifact is whatever an agent wrote.
-    send(res, 200, a.content, a.mediaType.startsWith('text/') || a.mediaType.includes('json') ? `${a.mediaType}; charset=utf-8` : 'application/octet-stream', {
+    // Served as a download, never rendered here: an artifact is whatever an agent wrote. Only the media
+    // type's type/subtype goes into the header (rows stored before its parameters were checked may hold anything).
+    const essence = /^[a-z]+\/[A-Za-z0-9.+_-]+/.exec(a.mediaType)?.[0] ?? 'application/octet-stream';
+    send(res, 200, a.content, essence.startsWith('text/') || essence.includes('json') ? `${essence}; charset=utf-8` : 'application/octet-stream', {
       'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(name)}`,
       'content-security-policy': "default-src 'none'; sandbox",
     });

@@ -46,7 +46,7 @@ export function TaskView({ id, session }: { id: string; session: Session }) {
               <tbody>
                 {data.artifacts.map((a) => (
                   <tr key={a.name} data-artifact={a.name}>
-                    <td>{a.uri ? <a href={a.uri} rel="noreferrer noopener">{a.name}</a> : <a href={`/api/tasks/${task.id}/artifacts/${encodeURIComponent(a.name)}`} download={a.name}>{a.name}</a>}</td>
+                    <td>{a.uri ? (/^https?:\/\//i.test(a.uri) ? <a href={a.uri} rel="noreferrer noopener">{a.name}</a> : <span title={a.uri}>{a.name} <span class="muted">({a.uri})</span></span>) : <a href={`/api/tasks/${task.id}/artifacts/${encodeURIComponent(a.name)}`} download={a.name}>{a.name}</a>}</td>
                     <td>{a.media_type}</td>
                     <td>{size(a.size_bytes)}</td>
                     <td><code class="hash">{a.sha256 ?? '—'}</code></td>
