@@ -90,6 +90,16 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     const { csrf } = await (await fetch(`${operator.origin}/api/session`, { headers: { cookie: session } })).json() as { csrf: string };
     const withCsrf = await fetch(`${operator.origin}/api/actions`, { method: 'POST', headers: { cookie: session, 'x-csrf-token': csrf, 'content-type': 'application/json' }, body: '{"action":"pause","schedule":"no-such-schedule"}' });
     expect(await withCsrf.json()).toMatchObject({ message: 'no schedule named "no-such-schedule"' });
+    // A script with the access token as Bearer acts without a CSRF token (no browser sends that header by
+    // itself); a refusal by the database is a 403, not a request to sign in again.
+    const token = new URL(operator.url).searchParams.get('token')!;
+    const byScript = await fetch(`${operator.origin}/api/actions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"action":"pause","schedule":"no-such-schedule"}' });
+    expect(await byScript.json()).toMatchObject({ message: 'no schedule named "no-such-schedule"' });
+    const [lead, coder] = await Promise.all([own.newAgent('bearer-lead'), own.newAgent('bearer-coder')]);
+    const held = await lead.client.handoff({ to: coder.id, title: 'cancel me', allowOffline: true });
+    const refused = await fetch(`${operator.origin}/api/actions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ action: 'cancel', task: held.id, reason: 'no' }) });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'BT006' });
     // A path that is not valid percent-encoding is the caller's mistake, said as such.
     const malformed = await fetch(`${operator.origin}/api/tasks/%E0%A4%A`, { headers: { cookie: session } });
     expect(malformed.status).toBe(400);

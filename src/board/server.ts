@@ -69,9 +69,10 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     return loopbacks.has(name);
   };
 
-  function session(req: http.IncomingMessage): { csrf: string } | undefined {
+  /** The caller's session: a page's (its cookie, and the CSRF token its writes must carry), or a script's (the access token as Bearer). */
+  function session(req: http.IncomingMessage): { csrf: string; bearer?: true } | undefined {
     const auth = req.headers.authorization;
-    if (auth?.startsWith('Bearer ') && same(auth.slice(7), accessToken)) return { csrf: '' };
+    if (auth?.startsWith('Bearer ') && same(auth.slice(7), accessToken)) return { csrf: '', bearer: true };
     const cookie = (req.headers.cookie ?? '').split(/;\s*/).find((c) => c.startsWith(`${cookieName}=`));
     return cookie ? sessions.get(cookie.slice(cookieName.length + 1)) : undefined;
   }
@@ -97,12 +98,13 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     }
   }
 
-  async function api(req: http.IncomingMessage, res: http.ServerResponse, url: URL, csrf: string): Promise<void> {
+  async function api(req: http.IncomingMessage, res: http.ServerResponse, url: URL, { csrf, bearer }: { csrf: string; bearer?: true }): Promise<void> {
     const route = url.pathname.slice('/api/'.length);
     if (req.method === 'POST') {
-      // A form or script on another site cannot read the CSRF token, so it cannot send it.
+      // A form or script on another site cannot read the CSRF token, so it cannot send it. A script
+      // with the access token as Bearer needs none: no browser sends that header by itself.
       const given = String(req.headers['x-csrf-token'] ?? '');
-      if (!csrf || !same(given, csrf)) throw new HttpError(403, 'a write needs the page\'s CSRF token', 'Reload the board and try again.', 'CSRF');
+      if (!bearer && (!csrf || !same(given, csrf))) throw new HttpError(403, 'a write needs the page\'s CSRF token', 'Reload the board and try again.', 'CSRF');
       if (route !== 'actions') throw new HttpError(404, `no action at ${url.pathname}`);
       return json(res, 200, await data.act(await body(req) as BoardAction));
     }
@@ -163,7 +165,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       if (url.pathname.startsWith('/api/')) throw new HttpError(401, 'this board needs its access token', 'Open the URL baton board printed (it carries ?token=…).');
       return send(res, 401, fs.readFileSync(path.join(staticDir, 'locked.html')), 'text/html; charset=utf-8');
     }
-    if (url.pathname.startsWith('/api/')) return api(req, res, url, me.csrf);
+    if (url.pathname.startsWith('/api/')) return api(req, res, url, me);
     if (req.method !== 'GET') throw new HttpError(405, `${req.method} ${url.pathname} is not served`);
     return send(res, 200, fs.readFileSync(path.join(staticDir, 'index.html')), 'text/html; charset=utf-8');
   }
@@ -203,8 +205,9 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
 function statusOf(err: BatonError): number {
   // The database answered with what this version does not read: the board's upstream is at fault.
   if (err instanceof UnreadableAnswerError) return 502;
-  if (err.code === 'BT006') return 401;
   if (err.name === 'NotFoundError') return 404;
-  if (err.name === 'ForbiddenError' || err.code === '42501' || err.code === 'BT003') return 403;
+  // BT006 is the database refusing the board's identity this call (the operator where an agent must act,
+  // say): a refusal, not a request to sign in to the board again.
+  if (err.name === 'ForbiddenError' || err.code === '42501' || err.code === 'BT003' || err.code === 'BT006') return 403;
   return 409;
 }

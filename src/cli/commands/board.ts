@@ -16,7 +16,8 @@ export function registerBoard(program: Command): void {
     .addHelpText('after', `
 The board acts as the agent whose token is in BATON_AGENT_TOKEN, and shows exactly what that agent may
 see; without one (or with --as operator) it acts as the operator with the project's secret key. The key
-stays in this process: the browser holds only a session cookie, given for the URL's one-time token.
+stays in this process: the browser holds only a session cookie, given for the URL's token (which stays
+valid while the board runs: a script may send it as Authorization: Bearer, and act without a CSRF token).
 
 Example:
   $ baton board
