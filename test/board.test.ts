@@ -192,6 +192,25 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     await page.close();
   });
 
+  it('pages to the last page of a filter, past what the planner estimates, with an exact total', async () => {
+    const word = `pageword${Date.now().toString(36)}`;
+    const senders = await Promise.all([0, 1, 2].map((i) => own.newAgent(`pager-${i}`)));
+    const worker = await own.newAgent('pager-worker');
+    for (const sender of senders) {
+      await sender.client.handoffMany(Array.from({ length: 500 }, (_, i) => ({ to: worker.id, title: `${word} ${i}`, allowOffline: true })));
+    }
+    const token = new URL(operator.url).searchParams.get('token')!;
+    const read = async (page: number) => {
+      const res = await fetch(`${operator.origin}/api/tasks?status=pending&q=${word}&size=100&page=${page}`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status, await res.clone().text()).toBe(200);
+      return await res.json() as { rows: unknown[]; total: number; exact: boolean };
+    };
+    const last = await read(14);
+    expect(last).toMatchObject({ total: 1500, exact: true });
+    expect(last.rows).toHaveLength(100);
+    expect((await read(15)).rows).toEqual([]);
+  });
+
   it('shows a link stored before links were checked as text, and serves old content with only its type/subtype', async () => {
     const [lead, coder] = await Promise.all([own.newAgent('legacy-lead'), own.newAgent('legacy-coder')]);
     const task = await lead.client.handoff({ to: coder.id, title: 'Legacy artifacts', allowOffline: true });
