@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { reclaimOrphans } from '../src/stack/background.js';
 import { freePort } from '../src/stack/ports.js';
 import { readRuntime, readSecrets, stackEnv, superuserOf, type StackEnv } from '../src/stack/state.js';
 
@@ -48,6 +49,9 @@ export async function startStackProcess(dir: string): Promise<StackProcess> {
     async stop() {
       child.kill('SIGTERM');
       await exited;
+      // A stack process that died before (a crash, SIGKILL) left its PostgREST and Postgres running:
+      // they are this folder's, and are stopped here as `baton stack start` would reclaim them.
+      await reclaimOrphans(dir);
     },
   };
 }

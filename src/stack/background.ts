@@ -126,7 +126,7 @@ async function waitForExit(pid: number, ms: number): Promise<boolean> {
  * run, holding the ports. They belong to this folder, so they are stopped here: PostgREST by the pid the
  * stack recorded, Postgres by the pid in its own postmaster.pid (SIGINT: a fast, clean shutdown).
  */
-async function reclaimOrphans(dir: string): Promise<void> {
+export async function reclaimOrphans(dir: string): Promise<void> {
   const runtime = readRuntimeFile(dir);
   if (runtime?.postgrestPid && isAlive(runtime.postgrestPid)) {
     process.kill(runtime.postgrestPid, 'SIGTERM');
