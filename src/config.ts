@@ -63,7 +63,7 @@ const envNames = {
 } as const satisfies Record<keyof BatonConfig, readonly string[]>;
 
 /** Every name the settings are read under: what makes a `.env` one of Baton's. */
-const settingNames = (): string[] => Object.values(envNames).flat();
+const settingNames: readonly string[] = Object.values(envNames).flat();
 
 /**
  * The folder of the Baton project that `cwd` is in: `cwd` itself or the nearest folder above it with
@@ -71,11 +71,10 @@ const settingNames = (): string[] => Object.values(envNames).flat();
  * tool, in a home folder say, is passed by). None found: `cwd`, as before any project exists.
  */
 export function projectRoot(cwd: string): string {
-  const names = settingNames();
   for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
     if (fs.existsSync(path.join(dir, '.baton'))) return dir;
     const file = path.join(dir, '.env');
-    if (fs.existsSync(file) && Object.keys(dotenv.parse(fs.readFileSync(file))).some((k) => names.includes(k))) return dir;
+    if (fs.existsSync(file) && Object.keys(dotenv.parse(fs.readFileSync(file))).some((k) => settingNames.includes(k))) return dir;
     if (path.dirname(dir) === dir) return path.resolve(cwd);
   }
 }

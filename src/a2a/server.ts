@@ -50,11 +50,6 @@ export interface A2AServer {
 const bearer = (req: Request) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
 
 /**
- * The JSON-RPC code of an error met before the SDK's handler: a body that is not JSON is JSON-RPC's
- * parse error; a missing or refused token, JSON-RPC's implementation-defined server error (A2A's own
- * codes, -32001 to -32009, each mean something else: -32001 is TaskNotFound); anything else, internal.
- */
-/**
  * HTTP+JSON as the specification says it where the SDK does not: answers as application/json, as the
  * binding's requirements say (11.1; the SDK writes application/a2a+json, which only the illustrative
  * examples of section 6 use), and ContentTypeNotSupported as 415 Unsupported Media Type (the error
@@ -72,6 +67,11 @@ function jsonBodies(res: Response): Response {
   return res;
 }
 
+/**
+ * The JSON-RPC code of an error met before the SDK's handler: a body that is not JSON is JSON-RPC's
+ * parse error; a missing or refused token, JSON-RPC's implementation-defined server error (A2A's own
+ * codes, -32001 to -32009, each mean something else: -32001 is TaskNotFound); anything else, internal.
+ */
 function rpcCodeOf(err: { type?: string }, status: number): number {
   if (err.type === 'entity.parse.failed') return -32700;
   if (status === 401) return -32000;

@@ -52,7 +52,8 @@ nearest above it with .baton/ or Baton's settings in a .env, as git finds a repo
   SUPABASE_SECRET_KEY, BATON_SIGNING_KEY   operator commands (baton agent ...)
   Legacy keys work too: SUPABASE_ANON_KEY, SUPABASE_SERVICE_ROLE_KEY, SUPABASE_JWT_SECRET.
 
-Exit codes: 0 success, 1 refused or failed (not found, forbidden, invalid transition, ...), 2 usage error.
+Exit codes: 0 success, 1 refused or failed (not found, forbidden, invalid transition, ...), 2 usage error,
+3 the stack is not running (stack status), 75 the API or database not there now: run it again.
 
 Example:
   $ baton stack start && eval "$(baton stack env | sed 's/^/export /')"
