@@ -27,7 +27,8 @@ interface ReceivedSpan {
   attributes: Record<string, unknown>; startTimeUnixNano: string; endTimeUnixNano: string;
 }
 
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-telemetry-'));
+/** Made in beforeAll and removed in afterAll: a run that filters every test out leaves nothing behind. */
+let work = '';
 const children: ChildProcess[] = [];
 const spans: ReceivedSpan[] = [];
 let receiver: http.Server;
@@ -35,6 +36,7 @@ let otlp = '';
 
 /** OTLP/HTTP with JSON, as @opentelemetry/exporter-trace-otlp-http sends it. */
 beforeAll(async () => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-telemetry-'));
   receiver = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => { body += c; });
@@ -58,7 +60,7 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null) { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }
   receiver?.closeAllConnections();
   await new Promise((resolve) => receiver?.close(resolve));
-  fs.rmSync(work, { recursive: true, force: true });
+  if (work) fs.rmSync(work, { recursive: true, force: true });
 });
 
 const tracingEnv = (service: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: service });
