@@ -1731,15 +1731,17 @@ CREATE OR REPLACE FUNCTION baton_private.free_capacity(agent text)
 AS $function$
 declare
   cap integer;
-  held integer;
+  working integer;
 begin
   select a.max_concurrent into cap from public.agents a where a.id = agent for no key update;
-  select count(*) into held from (
+  -- At most `cap` of the agent's tasks, read through its held index (a pending task has no holder,
+  -- task_handoffs_holder_matches_status, so the held ones are these two statuses and input_required).
+  select count(*) into working from (
     select from public.task_handoffs t
-    where t.claimed_by = agent and t.status in ('pending', 'claimed', 'in_progress', 'input_required')
+    where t.claimed_by = agent and t.status in ('claimed', 'in_progress')
     order by t.priority desc, t.created_at
     limit cap) h;
-  return greatest(cap - held, 0);
+  return greatest(cap - working, 0);
 end
 $function$
 ;
@@ -5124,7 +5126,7 @@ comment on column public.agents.is_active is 'True once the agent is heard from;
 
 comment on column public.agents.last_heartbeat is 'Server time the agent was last heard from: every call it makes that can write and goes through (heartbeat, status, progress, claim, complete, renew, ...) counts, as it commits. Older than baton_settings.offline_after, or than two of its wake-ups, means offline.';
 
-comment on column public.agents.max_concurrent is 'How many tasks the agent may hold at once (claimed, in progress or waiting for input). Claims beyond it are refused.';
+comment on column public.agents.max_concurrent is 'How many tasks the agent may work on at once (claimed or in progress; a task waiting for an answer does not count). Claims beyond it are refused.';
 
 comment on column public.agents.poll_interval is 'How often the agent wakes: a daemon''s schedule, a cron job''s period (baton status --every 15m, the daemon, or an operator). Its claims and its place in discovery survive two missed wake-ups.';
 

@@ -130,6 +130,41 @@ describe('the agent daemon', () => {
     expect(done.result!.summary).toBe('told: blue');
   });
 
+  it('frees the slot of a task waiting for an answer, here and in the database, and resumes it when answered', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker', { maxConcurrent: 1 });
+    await daemon(worker, {
+      executors: { '*': async (task, ctx) => (task.title === 'question' ? `told: ${await ctx.ask('which colour?')}` : 'quick') },
+    });
+    const asking = await boss.client.handoff({ to: worker.id, title: 'question' });
+    await eventually(async () => (await boss.client.getTask(asking.id)).status === 'input_required', 10_000, 'the question');
+    // Its one slot is free while nobody answers: the next task runs.
+    const quick = await boss.client.handoff({ to: worker.id, title: 'quick' });
+    await eventually(async () => (await boss.client.getTask(quick.id)).status === 'completed', 20_000, 'the next task to run while the question waits');
+    const later = await boss.client.handoff({ to: worker.id, title: 'later' });
+    await eventually(async () => (await boss.client.getTask(later.id)).status === 'completed', 20_000, 'a second task meanwhile');
+    expect((await boss.client.getTask(asking.id)).status).toBe('input_required');
+    await boss.client.answer(asking.id, 'blue');
+    const done = await eventually(async () => { const t = await boss.client.getTask(asking.id); return t.status === 'completed' && t; });
+    expect(done.result!.summary).toBe('told: blue');
+  });
+
+  it('lets an agent claim while its tasks wait for answers (max_concurrent counts the work only)', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker', { maxConcurrent: 1 });
+    const first = await boss.client.handoff({ to: worker.id, title: 'first' });
+    const second = await boss.client.handoff({ to: worker.id, title: 'second' });
+    const [held] = await worker.client.claimNext({ limit: 1, start: true });
+    await expect(worker.client.claimNext({ limit: 1 })).resolves.toEqual([]);
+    await worker.client.ask(held!.id, 'which one?');
+    const [next] = await worker.client.claimNext({ limit: 1 });
+    expect([first.id, second.id]).toContain(next!.id);
+    expect(next!.id).not.toBe(held!.id);
+    // The answered task goes on even though the agent is full again.
+    await boss.client.answer(held!.id, 'this one');
+    expect((await worker.client.getTask(held!.id)).status).toBe('in_progress');
+  });
+
   it('never runs more than max_concurrent tasks at once', async () => {
     const boss = await newAgent('boss');
     const worker = await newAgent('worker', { maxConcurrent: 2 }); // set by the operator; the daemon reads it from its row

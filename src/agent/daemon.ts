@@ -40,6 +40,8 @@ interface Running {
   done: Promise<void>;
   /** Its outcome is on its way: it will not report again, and its slot frees with that report. */
   reported: boolean;
+  /** It waits for an answer to its question: it holds no slot meanwhile (nor in the database). */
+  waiting: boolean;
 }
 
 export type { AgentOptions };
@@ -111,6 +113,12 @@ export class BatonAgent {
     this.runner = new TaskRunner({
       client: this.client, agentId: this.id, executors: options.executors ?? {}, reporter: this.reporter, log: this.log,
       env: executorEnv(options), peers: () => this.upkeep.peers, stopping: () => this.stopping, metrics: () => this.metrics,
+      waiting: (taskId, waiting) => {
+        const run = this.running.get(taskId);
+        if (!run) return;
+        run.waiting = waiting;
+        if (waiting) this.bell.ring('slot');
+      },
     });
   }
 
@@ -258,7 +266,14 @@ export class BatonAgent {
    */
   private claimable(freeing = 0): number {
     if (this.stopping || this.claiming || this.claims.suspectSince !== undefined || !Object.keys(this.options.executors ?? {}).length) return 0;
-    return Math.max(0, Math.min(this.profile.capacity - this.running.size + freeing, this.claims.limit - this.claims.launched));
+    return Math.max(0, Math.min(this.profile.capacity - this.working + freeing, this.claims.limit - this.claims.launched));
+  }
+
+  /** The tasks that hold a slot: those running, less those waiting for an answer. */
+  private get working(): number {
+    let waiting = 0;
+    for (const run of this.running.values()) if (run.waiting) waiting += 1;
+    return this.running.size - waiting;
   }
 
   /** Claims up to the free capacity, once the claim on its way (if any) has answered. */
@@ -294,7 +309,7 @@ export class BatonAgent {
     // The same task again: its earlier claim lapsed while that run went on, and this claim supersedes
     // it (the earlier run's outcome would be refused anyway).
     this.running.get(task.id)?.controller.abort(new Error('the task was claimed again after this claim lapsed'));
-    const run: Running = { task, controller: new AbortController(), done: Promise.resolve(), reported: false };
+    const run: Running = { task, controller: new AbortController(), done: Promise.resolve(), reported: false, waiting: false };
     this.claims.launched += 1;
     run.done = this.runner.run(task, run.controller.signal, () => { run.reported = true; }).finally(() => {
       if (this.running.get(task.id) === run) this.running.delete(task.id);

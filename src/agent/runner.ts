@@ -45,6 +45,8 @@ export interface RunnerDeps {
   stopping(): boolean;
   /** The agent's metrics, when it serves them. */
   metrics(): DaemonMetrics | undefined;
+  /** The task waits for an answer (its slot frees meanwhile), or goes on. */
+  waiting(taskId: string, waiting: boolean): void;
 }
 
 export class TaskRunner {
@@ -229,15 +231,20 @@ export class TaskRunner {
     await client.ask(task.id, question);
     const [asked] = await client.messages({ taskId: task.id, kind: 'question', limit: 1 });
     log.info({ question }, 'asked the sender; waiting for input');
-    while (!signal.aborted) {
-      const [answer] = await client.messages({ taskId: task.id, kind: 'answer', limit: 1 });
-      if (answer && answer.reply_to_id === asked?.id) {
-        const body = answer.body as { text?: unknown };
-        return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
+    this.deps.waiting(task.id, true);
+    try {
+      while (!signal.aborted) {
+        const [answer] = await client.messages({ taskId: task.id, kind: 'answer', limit: 1 });
+        if (answer && answer.reply_to_id === asked?.id) {
+          const body = answer.body as { text?: unknown };
+          return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
+        }
+        await sleep(agentDefaults.askPollSeconds * 1000, undefined, { signal }).catch(() => undefined);
       }
-      await sleep(agentDefaults.askPollSeconds * 1000, undefined, { signal }).catch(() => undefined);
+      throw signal.reason ?? new Error('aborted while waiting for an answer');
+    } finally {
+      this.deps.waiting(task.id, false);
     }
-    throw signal.reason ?? new Error('aborted while waiting for an answer');
   }
 }
 
