@@ -48,6 +48,7 @@ async function worker(): Promise<TestAgent> {
         if (task.title.includes('ask')) unit = await ctx.ask('Which unit?');
         const numbers = (task.payload.numbers as number[] | undefined) ?? [];
         await ctx.artifact('answer.json', { json: { sum: numbers.reduce((a, b) => a + b, 0), unit } });
+        await ctx.artifact('working.txt', `added ${numbers.length} numbers\n`, { mediaType: 'text/plain' });
         return { status: 'success', summary: `summed in ${unit}` };
       },
     },
@@ -78,6 +79,10 @@ describe('Baton over A2A, with the official client', () => {
     const artifact = answer.artifacts.find((a) => a.name === 'answer.json')!;
     expect(artifact.parts[0]!.content).toEqual({ $case: 'data', value: { sum: 6, unit: 'none' } });
     expect(artifact.metadata?.sha256).toMatch(/^[0-9a-f]{64}$/);
+    // A text file stays a file: raw bytes with its name and media type, not a bare text part.
+    const notes = answer.artifacts.find((a) => a.name === 'working.txt')!.parts[0]!;
+    expect(notes).toMatchObject({ filename: 'working.txt', mediaType: 'text/plain', content: { $case: 'raw' } });
+    expect(Buffer.from(notes.content!.value as Uint8Array).toString()).toBe('added 3 numbers\n');
     expect(answer.artifacts.find((a) => a.name === 'result')!.parts[0]!.content).toMatchObject({ value: { status: 'success', summary: 'summed in none' } });
     // The hand-off is an ordinary Baton task, sent as the caller (the database's truth, not the message's).
     const task = await caller.client.getTask(answer.id);

@@ -53,12 +53,15 @@ export function statusOf(task: Task, event?: Pick<TaskEvent, 'id' | 'at'>): NonN
 
 const isJson = (mediaType: string) => /^application\/([a-z.+-]+\+)?json\b/.test(mediaType);
 
-/** A Baton artifact as an A2A artifact: JSON as a data part, text as text, bytes raw, a link as a URL. */
+/**
+ * A Baton artifact as an A2A artifact. A Baton artifact is a named file, so it stays one: its bytes as a
+ * raw part (text included), a link as a URL part, each with its file name and media type; JSON alone
+ * becomes a data part (still named), so that structured results arrive structured.
+ */
 export function artifactOf(taskId: string, a: ResolvedArtifact): A2AArtifact {
   let part: Part;
   if (a.uri) part = { content: { $case: 'url', value: a.uri }, metadata: undefined, filename: a.name, mediaType: a.media_type };
   else if (isJson(a.media_type) && a.json !== undefined) part = { ...dataPart(a.json), filename: a.name };
-  else if (a.media_type.startsWith('text/')) part = { ...textPart(a.text()), filename: a.name, mediaType: a.media_type };
   else part = { content: { $case: 'raw', value: a.content ?? Buffer.alloc(0) }, metadata: undefined, filename: a.name, mediaType: a.media_type };
   return {
     artifactId: `${taskId}:${a.name}`, name: a.name, description: '', parts: [part], extensions: [],
