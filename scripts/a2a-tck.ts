@@ -33,20 +33,23 @@ const python = process.env.PYTHON ?? '/usr/bin/python3';
 const level = process.env.TCK_LEVEL ?? 'must';
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
-/** The kit's scenarios, by the prefix of the message id that asks for them. */
+/**
+ * The kit's scenarios, by the prefix of the message id that asks for them. A text artifact is what a
+ * Baton agent returns as its summary (the result artifact's text part); a file is an artifact.
+ */
 const scenarios: Array<[string, Handler]> = [
   ['tck-artifact-file-url', async (_t, ctx) => { await ctx.artifact('output.txt', { uri: 'https://example.com/output.txt', mediaType: 'text/plain' }); }],
   ['tck-artifact-file', async (_t, ctx) => { await ctx.artifact('output.txt', 'Generated file content', { mediaType: 'text/plain' }); }],
-  ['tck-artifact-text', async (_t, ctx) => { await ctx.artifact('text', 'Generated text content', { mediaType: 'text/plain' }); }],
+  ['tck-artifact-text', () => ({ status: 'success', summary: 'Generated text content' })],
   ['tck-artifact-data', async (_t, ctx) => { await ctx.artifact('data.json', { json: { key: 'value', count: 42 } }); }],
   ['tck-input-required', async (_t, ctx) => ctx.ask('The kit asks for input.')],
   ['tck-reject-task', () => ({ status: 'failure', summary: 'rejected' })],
   ['tck-stream-artifact-chunked', async (_t, ctx) => { await ctx.progress('working'); await ctx.artifact('chunks', 'chunk-1 chunk-2', { mediaType: 'text/plain' }); }],
   ['tck-stream-artifact-file', async (_t, ctx) => { await ctx.progress('working'); await ctx.artifact('output.txt', 'Streamed file content', { mediaType: 'text/plain' }); }],
-  ['tck-stream-artifact-text', async (_t, ctx) => { await ctx.progress('working'); await ctx.artifact('text', 'Streamed text content', { mediaType: 'text/plain' }); }],
-  ['tck-stream-ordering-001', async (_t, ctx) => { await ctx.progress('working'); await ctx.artifact('text', 'Ordered output', { mediaType: 'text/plain' }); }],
-  ['tck-stream-001', async (_t, ctx) => { await ctx.progress('working'); await ctx.artifact('text', 'Stream hello from TCK', { mediaType: 'text/plain' }); }],
-  ['tck-stream-003', async (_t, ctx) => { await ctx.progress('working'); await ctx.artifact('text', 'Stream task lifecycle', { mediaType: 'text/plain' }); }],
+  ['tck-stream-artifact-text', async (_t, ctx) => { await ctx.progress('working'); return { status: 'success', summary: 'Streamed text content' }; }],
+  ['tck-stream-ordering-001', async (_t, ctx) => { await ctx.progress('working'); return { status: 'success', summary: 'Ordered output' }; }],
+  ['tck-stream-001', async (_t, ctx) => { await ctx.progress('working'); return { status: 'success', summary: 'Stream hello from TCK' }; }],
+  ['tck-stream-003', async (_t, ctx) => { await ctx.progress('working'); return { status: 'success', summary: 'Stream task lifecycle' }; }],
   ['test-resubscribe-message-id', async (_t, ctx) => { await ctx.progress('working'); await new Promise((r) => setTimeout(r, 20_000)); }],
 ];
 const played: Handler = (task, ctx) => {

@@ -83,7 +83,8 @@ describe('Baton over A2A, with the official client', () => {
     const notes = answer.artifacts.find((a) => a.name === 'working.txt')!.parts[0]!;
     expect(notes).toMatchObject({ filename: 'working.txt', mediaType: 'text/plain', content: { $case: 'raw' } });
     expect(Buffer.from(notes.content!.value as Uint8Array).toString()).toBe('added 3 numbers\n');
-    expect(answer.artifacts.find((a) => a.name === 'result')!.parts[0]!.content).toMatchObject({ value: { status: 'success', summary: 'summed in none' } });
+    const result = answer.artifacts.find((a) => a.name === 'result')!;
+    expect(result.parts.map((p) => p.content)).toMatchObject([{ $case: 'text', value: 'summed in none' }, { $case: 'data', value: { status: 'success', summary: 'summed in none' } }]);
     // The hand-off is an ordinary Baton task, sent as the caller (the database's truth, not the message's).
     const task = await caller.client.getTask(answer.id);
     expect(task).toMatchObject({ from_agent: caller.id, to_agent: w.id, title: 'Add these numbers', description: 'Add these numbers\nPlease be exact.', payload: { numbers: [1, 2, 3] } });

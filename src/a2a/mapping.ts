@@ -69,10 +69,17 @@ export function artifactOf(taskId: string, a: ResolvedArtifact): A2AArtifact {
   };
 }
 
-/** The task's result as an artifact of its own ("result"), so an A2A caller gets Baton's summary and metrics. */
+/**
+ * The task's result as an artifact of its own ("result"): its summary as a text part first (what a
+ * caller that reads text, such as an LLM, reads), then the whole Baton result as data.
+ */
 export function resultArtifact(task: Task): A2AArtifact | undefined {
   if (!task.result) return undefined;
-  return { artifactId: `${task.id}:result`, name: 'result', description: 'The Baton result: {status, summary, artifacts, metrics}', parts: [dataPart(task.result)], extensions: [], metadata: undefined };
+  const summary = typeof task.result.summary === 'string' && task.result.summary ? [textPart(task.result.summary)] : [];
+  return {
+    artifactId: `${task.id}:result`, name: 'result', description: 'The Baton result: its summary as text, then {status, summary, artifacts, metrics} as data',
+    parts: [...summary, dataPart(task.result)], extensions: [], metadata: undefined,
+  };
 }
 
 /** The caller's message that made the task, as it was handed off. */
