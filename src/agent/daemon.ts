@@ -231,7 +231,7 @@ export class BatonAgent {
         await untraced(async () => {
           let claim = wakes.has('work') || (wakes.has('slot') && this.claims.lastFull);
           if (wakes.has('poll')) claim = (await this.pollRound()) || claim;
-          if (wakes.has('results')) await deliverResults(this.client, this.options.onResult, this.log);
+          if (wakes.has('results')) await deliverResults(this.client, this.options, this.log);
           if (claim) await this.claimFree();
         });
         this.outage.ok();
@@ -254,7 +254,7 @@ export class BatonAgent {
     if (this.push && this.push.downForMs > pushStuckMs) this.relisten();
     if (this.push?.up && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
     this.claims.lastOnPoll = Date.now();
-    await deliverResults(this.client, this.options.onResult, this.log);
+    await deliverResults(this.client, this.options, this.log);
     return true;
   }
 

@@ -45,6 +45,12 @@ export interface ExecutorContext {
   message(to: string | null, body: unknown): Promise<void>;
   /** Asks the sender; the task waits in input_required and this resolves with the answer. */
   ask(question: string): Promise<string>;
+  /**
+   * When a question was asked on the task outside this call (by a command or a remote agent acting as
+   * this agent, e.g. `baton ask`), waits for its answer and resolves with it; undefined when the task
+   * waits on no question.
+   */
+  answered(): Promise<string | undefined>;
   /** Hands off a sub-task linked to this one by parent_task_id. */
   handoff(input: HandoffInput): Promise<Task>;
   /**

@@ -60,6 +60,8 @@ export interface AgentOptions extends AgentKeyOptions {
   metricsPort?: number;
   /** Runs once for each task this agent sent that reached a final state. */
   onResult?: (task: Task, message: Message) => unknown;
+  /** Runs once for each question asked on a task this agent sent (answer it with the client's answer()). */
+  onQuestion?: (task: Task, message: Message) => unknown;
   log?: Logger;
 }
 
@@ -92,15 +94,22 @@ const A2AExecutorSpec = z.strictObject({
   tokenEnv: z.string().optional(),
 });
 
-type ExecutorSpec = z.infer<typeof ShellExecutorSpec> | z.infer<typeof ModuleExecutorSpec> | z.infer<typeof A2AExecutorSpec>;
+const OpenClawSpec = z.strictObject({
+  /** An OpenClaw gateway's base URL, whose A2A channel is on (channels.a2a). */
+  openclaw: z.url(),
+  /** The environment variable holding the token of the gateway's A2A peer that stands for Baton. */
+  tokenEnv: z.string().min(1),
+});
+
+type ExecutorSpec = z.infer<typeof ShellExecutorSpec> | z.infer<typeof ModuleExecutorSpec> | z.infer<typeof A2AExecutorSpec> | z.infer<typeof OpenClawSpec>;
 
 /** A shell or module executor, told apart by its key, so that a mistake names the field. */
 const ExecutorSpec = z.unknown().transform((value, ctx): ExecutorSpec => {
   const kind = typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? ('command' in value ? ShellExecutorSpec : 'module' in value ? ModuleExecutorSpec : 'a2a' in value ? A2AExecutorSpec : undefined)
+    ? ('command' in value ? ShellExecutorSpec : 'module' in value ? ModuleExecutorSpec : 'a2a' in value ? A2AExecutorSpec : 'openclaw' in value ? OpenClawSpec : undefined)
     : undefined;
   if (!kind) {
-    ctx.addIssue({ code: 'custom', message: 'needs "command" (a shell command that reads the task as JSON on stdin), "module" (a JS module exporting a handler) or "a2a" (a remote A2A agent\'s URL)' });
+    ctx.addIssue({ code: 'custom', message: 'needs "command" (a shell command that reads the task as JSON on stdin), "module" (a JS module exporting a handler), "a2a" (a remote A2A agent\'s URL) or "openclaw" (an OpenClaw gateway\'s URL, with "tokenEnv")' });
     return z.NEVER;
   }
   const parsed = kind.safeParse(value);
@@ -125,11 +134,13 @@ export const AgentFileConfig = z.strictObject({
   slowPollSeconds: z.number().positive().optional(),
   metricsPort: z.number().int().min(0).max(65535).optional(),
   executors: z.record(z.string(), ExecutorSpec).optional(),
+  /** Tell an OpenClaw gateway's agent the results of, and questions about, the tasks this agent sent. */
+  tell: OpenClawSpec.optional(),
 });
 export type AgentFileConfig = z.infer<typeof AgentFileConfig>;
 
 /** Reads and checks baton.agent.json; module executors are imported relative to the file. */
-export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig, 'executors'> & { executors?: Executors }> {
+export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig, 'executors' | 'tell'> & Pick<AgentOptions, 'executors' | 'onResult' | 'onQuestion'>> {
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -141,7 +152,13 @@ export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig,
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ');
     throw new ConfigError(`the agent config ${file} is invalid: ${problems}`);
   }
-  const { executors: specs, ...rest } = parsed.data;
+  const { executors: specs, tell, ...rest } = parsed.data;
+  const gateway = (spec: z.infer<typeof OpenClawSpec>, what: string) => {
+    const token = process.env[spec.tokenEnv];
+    if (!token) throw new ConfigError(`${what}: ${spec.tokenEnv} is not set; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at ${spec.openclaw}`);
+    return { url: spec.openclaw, token };
+  };
+  const told = tell ? (await import('../openclaw/gateway.js')).openclawTeller(gateway(tell, '"tell"')) : {};
   const executors: Executors = {};
   for (const [name, spec] of Object.entries(specs ?? {})) {
     if ('command' in spec) {
@@ -155,6 +172,11 @@ export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig,
       executors[name] = a2aExecutor({ url: spec.a2a, token });
       continue;
     }
+    if ('openclaw' in spec) {
+      const { openclawExecutor } = await import('../openclaw/gateway.js');
+      executors[name] = openclawExecutor(gateway(spec, `executor "${name}"`));
+      continue;
+    }
     const url = pathToFileURL(path.resolve(path.dirname(file), spec.module)).href;
     const handler = (await import(url) as Record<string, unknown>)[spec.export];
     if (typeof handler !== 'function') {
@@ -162,7 +184,7 @@ export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig,
     }
     executors[name] = handler as Executor;
   }
-  return { ...rest, executors };
+  return { ...rest, ...told, executors };
 }
 
 /**

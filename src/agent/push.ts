@@ -125,7 +125,8 @@ export function listenForWork(client: BatonClient, topics: string[], bell: Bell,
       if (Number.isFinite(due) && due > Date.now()) bell.ringAt('work', due + 50);
     },
     news: (tasks) => {
-      if (tasks.some((t) => finalStatuses.includes(t.status as TaskStatus))) bell.ring('results');
+      // A final status brings a result, input_required a question.
+      if (tasks.some((t) => t.status === 'input_required' || finalStatuses.includes(t.status as TaskStatus))) bell.ring('results');
     },
     up: () => { bell.ring('work'); bell.ring('results'); },
     began,

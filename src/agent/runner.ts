@@ -216,6 +216,7 @@ export class TaskRunner {
         await client.send({ to, body, taskId: task.id });
       },
       ask: (question) => this.ask(task, question, signal, log),
+      answered: () => this.answered(task, signal, log),
       handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),
       fanOut: async (items, join) => {
         const made = await client.fanOut(task.id, items, join);
@@ -227,10 +228,25 @@ export class TaskRunner {
 
   /** Asks the sender and waits for the answer (the task is input_required meanwhile). */
   private async ask(task: Task, question: string, signal: AbortSignal, log: Logger): Promise<string> {
-    const { client } = this.deps;
-    await client.ask(task.id, question);
-    const [asked] = await client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    await this.deps.client.ask(task.id, question);
     log.info({ question }, 'asked the sender; waiting for input');
+    return this.awaitAnswer(task, signal);
+  }
+
+  /**
+   * The answer to the question the task waits on, asked by whoever holds it as this agent (a command
+   * the executor ran, such as `baton ask`); undefined when it waits on none.
+   */
+  private async answered(task: Task, signal: AbortSignal, log: Logger): Promise<string | undefined> {
+    if ((await this.deps.client.getTask(task.id)).status !== 'input_required') return undefined;
+    log.info('the task waits for an answer to its question');
+    return this.awaitAnswer(task, signal);
+  }
+
+  /** Waits for the answer to the task's latest question; its slot is free meanwhile. */
+  private async awaitAnswer(task: Task, signal: AbortSignal): Promise<string> {
+    const { client } = this.deps;
+    const [asked] = await client.messages({ taskId: task.id, kind: 'question', limit: 1 });
     this.deps.waiting(task.id, true);
     try {
       while (!signal.aborted) {

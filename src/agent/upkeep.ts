@@ -131,19 +131,25 @@ export class Upkeep {
   }
 }
 
-/** Runs `onResult` once for each result message of a task this agent sent, then marks it read. */
-export async function deliverResults(client: BatonClient, onResult: AgentOptions['onResult'], log: Logger): Promise<void> {
-  if (!onResult) return;
-  const messages = await client.messages({ unread: true, kind: 'result', limit: 100 });
-  for (const message of messages.reverse()) {
-    if (!message.task_id) continue;
-    try {
-      await onResult(await client.getTask(message.task_id), message);
-    } catch (err) {
-      log.error({ err, taskId: message.task_id }, 'onResult failed; it will run again');
-      continue;
+/**
+ * Runs `onResult` once for each result message of a task this agent sent, and `onQuestion` once for
+ * each question asked on one, oldest first; each message is marked read once its handler succeeded.
+ */
+export async function deliverResults(client: BatonClient, handlers: Pick<AgentOptions, 'onResult' | 'onQuestion'>, log: Logger): Promise<void> {
+  for (const kind of ['question', 'result'] as const) {
+    const handler = kind === 'result' ? handlers.onResult : handlers.onQuestion;
+    if (!handler) continue;
+    const messages = await client.messages({ unread: true, kind, limit: 100 });
+    for (const message of messages.reverse()) {
+      if (!message.task_id) continue;
+      try {
+        await handler(await client.getTask(message.task_id), message);
+      } catch (err) {
+        log.error({ err, taskId: message.task_id }, `${kind === 'result' ? 'onResult' : 'onQuestion'} failed; it will run again`);
+        continue;
+      }
+      await client.markRead([message.id]);
     }
-    await client.markRead([message.id]);
   }
 }
 

@@ -11,6 +11,7 @@ import { registerMcp } from './commands/mcp.js';
 import { registerMessages } from './commands/messages.js';
 import { registerPresence } from './commands/presence.js';
 import { registerProtocol } from './commands/protocol.js';
+import { registerSkill } from './commands/skill.js';
 import { registerStack } from './commands/stack.js';
 import { registerTasks } from './commands/tasks.js';
 import { registerWatch } from './commands/watch.js';
@@ -74,6 +75,7 @@ Example:
   registerA2A(program);
   registerMcp(program, version);
   registerProtocol(program);
+  registerSkill(program);
   return program;
 }
 

@@ -1,0 +1,172 @@
+/**
+ * Baton and an OpenClaw gateway, through the gateway's A2A channel (`channels.a2a`, with a peer whose
+ * token Baton presents). Two directions:
+ *
+ * - the `openclaw` executor: a Baton agent's work is done by the gateway's agent. Each task is one
+ *   conversation (A2A context `baton-<task id>`, so one OpenClaw session per task); the reply is the
+ *   result. The gateway's agent asks the sender with `baton ask` (the skill teaches it); the answer comes
+ *   back into the same conversation.
+ * - the teller: results of, and questions about, the tasks a Baton agent sent are told to the gateway's
+ *   agent as messages, so it is woken when there is news and never polls.
+ *
+ * What OpenClaw's channel does not do, and how this meets it: it neither streams nor cancels (the reply
+ * is waited for, then read with GetTask, slowly: the channel allows 30 requests a minute per peer by
+ * default); it keeps its tasks in memory (a restarted gateway answers TaskNotFound, and the task is
+ * retried after a backoff); it reads text and data parts only (the task goes as text, its inputs named).
+ */
+import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
+import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import type { Message, Task } from '../schemas.js';
+
+export interface OpenClawGatewayOptions {
+  /** The gateway's base URL (its A2A card is at /.well-known/agent-card.json), e.g. http://127.0.0.1:18789. */
+  url: string;
+  /** The token of the gateway's A2A peer that stands for Baton (`channels.a2a.peers.<name>.token`). */
+  token: string;
+}
+
+/** How often a reply still on its way is read (the channel's default limit is 30 requests a minute per peer). */
+const READ_EVERY_MS = 10_000;
+/** How long the gateway may go unanswering while its agent works, before the task is retried. */
+const UNREACHABLE_MS = 5 * 60_000;
+/** A reply longer than this is attached as reply.md, its beginning kept as the summary. */
+const SUMMARY_CHARS = 16_000;
+
+const finalStates = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED];
+
+/** One gateway's A2A client, made from its card on first use (and again after a failure). */
+function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately: boolean) {
+  let connecting: Promise<Client> | undefined;
+  const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { clientConfig: { polling: returnImmediately } });
+  const serviceParameters = { Authorization: `Bearer ${token}` };
+  const connect = () => {
+    connecting ??= new ClientFactory(options).createFromUrl(url.endsWith('/') ? url : `${url}/`).catch((err: unknown) => {
+      connecting = undefined;
+      throw new RetryableError(`could not reach the OpenClaw gateway at ${url}: ${(err as Error).message}`);
+    });
+    return connecting;
+  };
+  return {
+    serviceParameters,
+    async send(contextId: string, text: string, signal?: AbortSignal): Promise<A2ATask | undefined> {
+      const client = await connect();
+      const message: A2AMessage = {
+        messageId: crypto.randomUUID(), contextId, taskId: '', role: Role.ROLE_USER,
+        parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+        metadata: {}, extensions: [], referenceTaskIds: [],
+      };
+      const answer = await client.sendMessage({ tenant: '', message, configuration: undefined, metadata: {} }, { serviceParameters, signal })
+        .catch((err: unknown) => { connecting = undefined; throw err; });
+      return 'status' in answer ? answer : undefined;
+    },
+    async get(id: string, signal: AbortSignal): Promise<A2ATask> {
+      return (await connect()).getTask({ tenant: '', id, historyLength: 0 }, { serviceParameters, signal });
+    },
+  };
+}
+
+const replyText = (task: A2ATask) => task.artifacts.flatMap((a) => a.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []))).join('\n').trim();
+const statusText = (task: A2ATask) => task.status?.message?.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('\n').trim();
+const isNotFound = (err: unknown) => err instanceof Error && (err.constructor.name === 'TaskNotFoundError' || /task not found|-32001/i.test(err.message));
+
+/** A Baton task as the message that starts its conversation with the gateway's agent. */
+export function workMessage(task: Task, ctx: Pick<ExecutorContext, 'attempt' | 'inputs'>): string {
+  const { task_type: _type, ...payload } = task.payload;
+  const lines = [`Baton task ${task.id} from ${task.from_agent}: ${task.title}`];
+  if (task.description && task.description !== task.title) lines.push('', task.description);
+  if (Object.keys(payload).length) lines.push('', `Payload: ${JSON.stringify(payload)}`);
+  if (ctx.inputs.length) {
+    lines.push('', 'Input artifacts (read one with: baton artifact get <task> <name>):');
+    for (const a of ctx.inputs) lines.push(`- ${a.task_id} ${a.name} (${a.media_type}${a.uri ? `, ${a.uri}` : `, ${a.size_bytes} bytes`})`);
+  }
+  if (ctx.attempt > 1) lines.push('', `This is attempt ${ctx.attempt}: an earlier one did not finish.`);
+  lines.push('', `Reply with the result when you are done: your reply is the task's result (start it with FAILED: if you cannot do it). To ask ${task.from_agent} something first, run \`baton ask ${task.id} "<question>"\` and end your turn; the answer comes back here.`);
+  return lines.join('\n');
+}
+
+/**
+ * The `openclaw` executor: the task goes to the gateway's agent as a conversation of its own, and its
+ * reply completes the Baton task. A question asked meanwhile with `baton ask` holds no slot; its answer
+ * goes into the same conversation, and the reply that follows completes the task.
+ */
+export function openclawExecutor(options: OpenClawGatewayOptions): Handler {
+  const gateway = gatewayClient(options, false);
+  return async (task: Task, ctx: ExecutorContext) => {
+    const contextId = `baton-${task.id}`;
+    let text = workMessage(task, ctx);
+    for (;;) {
+      const reply = await replyTo(gateway, contextId, text, ctx, options.url);
+      const answer = await ctx.answered();
+      if (answer === undefined) return result(reply, ctx);
+      ctx.log.info({ contextId }, 'the gateway\'s agent asked, and was answered; its answer goes into the same conversation');
+      text = `Answer from ${task.from_agent} to your question on Baton task ${task.id}:\n\n${answer}\n\nGo on with the task and reply with the result.`;
+    }
+  };
+}
+
+/** Sends one message on the task's conversation and waits for the gateway agent's reply to it. */
+async function replyTo(gateway: ReturnType<typeof gatewayClient>, contextId: string, text: string, ctx: ExecutorContext, url: string): Promise<string> {
+  let remote: A2ATask | undefined;
+  try {
+    remote = await gateway.send(contextId, text, ctx.signal);
+  } catch (err) {
+    if (ctx.signal.aborted || err instanceof RetryableError) throw err;
+    throw new RetryableError(`the OpenClaw gateway at ${url} did not take the task: ${(err as Error).message}`, { cause: err });
+  }
+  if (!remote) throw new Error(`the OpenClaw gateway at ${url} answered with a message, not a task`);
+  let heardAt = Date.now();
+  while (!finalStates.includes(remote.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+    await sleep(READ_EVERY_MS, undefined, { signal: ctx.signal });
+    try {
+      remote = await gateway.get(remote.id, ctx.signal);
+      heardAt = Date.now();
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      if (isNotFound(err)) throw new RetryableError(`the OpenClaw gateway at ${url} no longer knows its run of the task (it restarted?); the task goes again`, { cause: err });
+      if (Date.now() - heardAt > UNREACHABLE_MS) throw new RetryableError(`lost the OpenClaw gateway at ${url} while its agent worked: ${(err as Error).message}`, { cause: err });
+      ctx.log.warn({ err }, 'could not read the gateway\'s run of the task; trying again');
+    }
+  }
+  const state = remote.status!.state;
+  if (state === TaskState.TASK_STATE_COMPLETED) return replyText(remote) || statusText(remote) || '';
+  const why = statusText(remote) || 'no reason given';
+  // A rejection is the gateway's policy (a slash command, a peer it does not admit): no retry will pass.
+  if (state === TaskState.TASK_STATE_REJECTED) throw new Error(`the OpenClaw gateway at ${url} rejected the task: ${why}`);
+  throw new RetryableError(`the OpenClaw agent at ${url} failed the task: ${why}`);
+}
+
+async function result(reply: string, ctx: ExecutorContext) {
+  // The skill's word for "I cannot do this": the agent's decision, which no retry changes.
+  const failed = /^FAILED:\s*/i.exec(reply);
+  if (failed) throw new Error(`the OpenClaw agent could not do it: ${reply.slice(failed[0].length) || 'it gave no reason'}`);
+  if (reply.length <= SUMMARY_CHARS) return { status: 'success', summary: reply || 'done (the OpenClaw agent replied with no text)' };
+  await ctx.artifact('reply.md', reply, { mediaType: 'text/markdown' });
+  return { status: 'success', summary: `${reply.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` };
+}
+
+/** Tells the gateway's agent what became of the tasks its Baton agent sent: results, and questions to answer. */
+export function openclawTeller(options: OpenClawGatewayOptions): { onResult: (task: Task) => Promise<void>; onQuestion: (task: Task, message: Message) => Promise<void> } {
+  const gateway = gatewayClient(options, true);
+  const tell = (task: Task, text: string) => gateway.send(`baton-${task.id}`, text).then(() => undefined);
+  return {
+    onResult: (task) => {
+      const by = task.claimed_by ?? task.to_agent ?? 'nobody';
+      const lines = [`Baton task ${task.id} "${task.title}", which you handed over, is ${task.status} (by ${by}).`];
+      const summary = task.result?.summary ?? task.status_reason;
+      if (summary) lines.push('', summary);
+      lines.push('', `Details: baton show ${task.id}`);
+      return tell(task, lines.join('\n'));
+    },
+    onQuestion: (task, message) => {
+      const body = message.body as { text?: unknown };
+      const question = typeof body.text === 'string' ? body.text : JSON.stringify(message.body);
+      return tell(task, [
+        `${message.from_agent} asks about Baton task ${task.id} "${task.title}", which you handed over:`, '', question, '',
+        `Answer with: baton answer ${task.id} "<your answer>"`,
+      ].join('\n'));
+    },
+  };
+}
