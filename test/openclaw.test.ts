@@ -1,0 +1,204 @@
+/**
+ * Baton between two real OpenClaw gateways (npm openclaw on Node 24, installed once into a cache by
+ * scripts/openclaw-runtime.mjs), each with one agent and its A2A channel on. A scripted model stands in
+ * for the LLM and decides what each agent does: call `exec` with a `baton` command, as the skill
+ * teaches, or answer. Gateway A's agent hands work to a capability; gateway B's agent does it through
+ * Baton (the openclaw executor of B's daemon); the result and B's questions reach A's agent through
+ * A's daemon (the teller), and A answers with `baton answer`.
+ */
+import crypto from 'node:crypto';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadAgentFile } from '../src/agent/options.js';
+import { freePort } from '../src/stack/ports.js';
+import { baton } from './cli.js';
+import { createAgent, type AgentOptions, type BatonAgent } from '../src/agent/daemon.js';
+import { eventually, fast } from './daemon-helpers.js';
+import { createRequire } from 'node:module';
+import { newAgent, stack, type TestAgent } from './helpers.js';
+import { agentKey, agentKeyEnv } from './keys-mode.js';
+import { Gateway, openclawRuntime, scriptedModel, type Action, type Turn } from './openclaw-gateway.js';
+
+const run = promisify(execFile);
+
+/** What the agents of both gateways do, by what they were told. */
+function script(turn: Turn): Action {
+  const last = turn.toolResults.at(-1);
+  const said = turn.inbound;
+  if (turn.model === 'gateway-a') {
+    // A person asks A's agent to get a sum done by whoever can.
+    const sum = /^Get (\d+) \+ (\d+) done by a math agent \((\w+)\)/.exec(said);
+    if (sum) {
+      if (!turn.system.includes('<name>baton</name>')) return { text: 'I have no baton skill.' };
+      if (!last) return { exec: `baton broadcast "Sum ${sum[1]} and ${sum[2]} (${sum[3]})" -c math --json` };
+      const id = (JSON.parse(last.slice(last.indexOf('{'))) as { id: string }).id;
+      return { text: `Handed over as Baton task ${id}.` };
+    }
+    // B asks a question through Baton: A's agent answers it.
+    const asked = /asks about Baton task (\S+) .*?:\n\n(.*)\n/s.exec(said);
+    if (asked) return last ? { text: 'Answered.' } : { exec: `baton answer ${asked[1]} "in metres"` };
+    return { text: 'Noted.' };
+  }
+  // Gateway B's agent does the work handed to it through Baton.
+  const task = /^Baton task (\S+) from \S+: Sum (\d+) and (\d+) \((\w+)\)/.exec(said);
+  if (task) {
+    const total = Number(task[2]) + Number(task[3]);
+    if (task[4] === 'ask' && !last) return { exec: `baton ask ${task[1]} "Which unit?"` };
+    if (task[4] === 'ask') return { text: `I asked ${'the sender'} which unit; waiting for the answer.` };
+    return { text: `The sum is ${total}.` };
+  }
+  const answer = /^Answer from \S+ to your question on Baton task \S+:\n\n(.*?)\n/s.exec(said);
+  if (answer) return { text: `The sum is 5 ${answer[1]!.replace(/^in /, '')}.` };
+  return { text: 'Nothing to do.' };
+}
+
+let root: string;
+let model: Awaited<ReturnType<typeof scriptedModel>>;
+let alice: TestAgent;
+let bob: TestAgent;
+let gatewayA: Gateway;
+let gatewayB: Gateway;
+const tokenA = crypto.randomBytes(24).toString('hex');
+const tokenB = crypto.randomBytes(24).toString('hex');
+let bobDaemon: BatonAgent | undefined;
+let listed: Record<'ready' | 'withoutToken' | 'withoutBaton', unknown>;
+const daemons: BatonAgent[] = [];
+
+/** A daemon for the whole file (the shared helper stops its daemons after each test), stopped in afterAll. */
+async function daemon(agent: TestAgent, options: Partial<AgentOptions>): Promise<BatonAgent> {
+  const instance = createAgent({ url: stack.SUPABASE_URL, ...agentKey(stack), token: agent.token, ...fast, ...options });
+  daemons.push(instance);
+  await instance.start();
+  return instance;
+}
+
+const batonEnv = (agent: TestAgent) => ({ SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: agent.token });
+
+/** B's daemon, from a baton.agent.json as a user writes it: its work goes to gateway B. */
+async function startBob() {
+  const file = path.join(root, 'bob.agent.json');
+  fs.writeFileSync(file, JSON.stringify({ capabilities: ['math'], executors: { '*': { openclaw: gatewayB.url, tokenEnv: 'BOB_OPENCLAW_TOKEN' } } }));
+  process.env.BOB_OPENCLAW_TOKEN = tokenB;
+  const { every: _every, ...options } = await loadAgentFile(file);
+  bobDaemon = await daemon(bob, options);
+}
+
+/** Asks gateway A's agent (as a person on its A2A channel) to get a sum done, and returns the Baton task it made. */
+async function askA(a: number, b: number, mode: string): Promise<string> {
+  const reply = await fetch(`${gatewayA.url}/a2a/v1`, {
+    method: 'POST', headers: { authorization: `Bearer ${tokenA}-person`, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: `Get ${a} + ${b} done by a math agent (${mode})` }] } } }),
+  }).then((r) => r.json()) as { result?: { task?: { artifacts?: Array<{ parts: Array<{ text?: string }> }> } } };
+  const text = reply.result?.task?.artifacts?.[0]?.parts[0]?.text ?? '';
+  const id = /Baton task ([0-9a-f-]{36})/.exec(text)?.[1];
+  if (!id) throw new Error(`gateway A's agent did not hand the work over: ${JSON.stringify(reply)}`);
+  return id;
+}
+
+beforeAll(async () => {
+  const runtime = openclawRuntime();
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-openclaw-'));
+  model = await scriptedModel(script);
+  [alice, bob] = await Promise.all([newAgent('alice-claw'), newAgent('bob-claw', { capabilities: ['math'] })]);
+  const [portA, portB] = [await freePort(), await freePort()];
+  gatewayA = new Gateway(runtime, {
+    name: 'a', dir: path.join(root, 'a'), port: portA, modelUrl: model.url, model: 'gateway-a', env: batonEnv(alice),
+    peers: { baton: { token: tokenA }, person: { token: `${tokenA}-person` } },
+  });
+  gatewayB = new Gateway(runtime, {
+    name: 'b', dir: path.join(root, 'b'), port: portB === portA ? await freePort([portA]) : portB, modelUrl: model.url, model: 'gateway-b', env: batonEnv(bob),
+    peers: { baton: { token: tokenB } },
+  });
+  // The skill, where OpenClaw loads shared skills ($OPENCLAW_STATE_DIR/skills), as a user installs it.
+  for (const gateway of [gatewayA, gatewayB]) {
+    const installed = await baton(['skill', 'install', '--openclaw'], { OPENCLAW_STATE_DIR: gateway.stateDir });
+    expect(installed.stdout).toContain(path.join(gateway.stateDir, 'skills', 'baton'));
+  }
+  // How OpenClaw lists it, asked before the gateway runs (a running gateway answers with its own environment).
+  const skillListed = async (env: Record<string, string | undefined> = {}) => {
+    const out = await gatewayA.cli(['skills', 'list', '--json'], env);
+    return (JSON.parse(out.slice(out.indexOf('{'))) as { skills: Array<{ name: string }> }).skills.find((s) => s.name === 'baton');
+  };
+  listed = {
+    ready: await skillListed(),
+    withoutToken: await skillListed({ BATON_AGENT_TOKEN: undefined }),
+    withoutBaton: await skillListed({ PATH: [gatewayA.runtimeBin, '/usr/bin', '/bin'].join(path.delimiter) }),
+  };
+  await Promise.all([gatewayA.start(), gatewayB.start()]);
+  // A's daemon tells gateway A's agent what became of the work it handed over.
+  const file = path.join(root, 'alice.agent.json');
+  fs.writeFileSync(file, JSON.stringify({ tell: { openclaw: gatewayA.url, tokenEnv: 'ALICE_OPENCLAW_TOKEN' } }));
+  process.env.ALICE_OPENCLAW_TOKEN = tokenA;
+  const { every: _every, ...options } = await loadAgentFile(file);
+  await daemon(alice, options);
+  await startBob();
+}, 600_000);
+
+afterAll(async () => {
+  await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
+  await Promise.all([gatewayA?.stop(), gatewayB?.stop()]);
+  await model?.close();
+  if (root && process.env.KEEP_OPENCLAW) fs.writeFileSync(path.join(root, 'turns.json'), JSON.stringify(model.turns.map(({ system: _s, ...t }) => t), null, 1));
+  else if (root) fs.rmSync(root, { recursive: true, force: true });
+});
+
+const toldA = (taskId: string, words: string) => model.turns.some((t) => t.model === 'gateway-a' && t.inbound.includes(taskId) && t.inbound.includes(words));
+
+describe('Baton between OpenClaw gateways', () => {
+  it('hands work from gateway A\'s agent to a capability, done by gateway B\'s agent, with the result told to A', async () => {
+    const id = await askA(2, 3, 'plain');
+    const done = await eventually(async () => { const t = await alice.client.getTask(id); return t.status === 'completed' && t; }, 90_000, 'the task to complete');
+    expect(done).toMatchObject({ from_agent: alice.id, claimed_by: bob.id, required_capabilities: ['math'] });
+    expect(done.result?.summary).toBe('The sum is 5.');
+    // Gateway B's agent got the task as one conversation of its own, with the skill offered.
+    const worked = model.turns.filter((t) => t.model === 'gateway-b' && t.inbound.startsWith(`Baton task ${id}`));
+    expect(worked.length).toBeGreaterThan(0);
+    expect(worked[0]!.system).toContain('<name>baton</name>');
+    // A's agent is told, without asking.
+    await eventually(async () => toldA(id, 'is completed'), 60_000, 'gateway A\'s agent to be told the result');
+    expect(model.turns.find((t) => t.model === 'gateway-a' && t.inbound.includes(id) && t.inbound.includes('is completed'))!.inbound).toContain('The sum is 5.');
+  }, 240_000);
+
+  it('keeps the work while gateway B and its daemon are down, and has it done once when they are back', async () => {
+    await bobDaemon!.stop({ graceSeconds: 0 });
+    await gatewayB.stop();
+    const id = await askA(20, 22, 'plain');
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await alice.client.getTask(id)).status).toBe('pending');
+    await gatewayB.start();
+    await startBob();
+    const done = await eventually(async () => { const t = await alice.client.getTask(id); return t.status === 'completed' && t; }, 120_000, 'the task to complete after the restart');
+    expect(done.result?.summary).toBe('The sum is 42.');
+    expect(done.attempts).toBe(1);
+    // Claimed once, by the daemon that came back, and sent to gateway B's agent once.
+    const claims = (await alice.client.events(id)).filter((e) => e.from_status === 'pending');
+    expect(claims).toHaveLength(1);
+    expect(model.turns.filter((t) => t.model === 'gateway-b' && t.inbound.startsWith(`Baton task ${id}`) && t.toolResults.length === 0)).toHaveLength(1);
+  }, 300_000);
+
+  it('carries B\'s question to A\'s agent and A\'s answer back into B\'s conversation', async () => {
+    const id = await askA(2, 3, 'ask');
+    await eventually(async () => toldA(id, 'Which unit?'), 90_000, 'gateway A\'s agent to be asked');
+    const done = await eventually(async () => { const t = await alice.client.getTask(id); return t.status === 'completed' && t; }, 90_000, 'the answered task to complete');
+    expect(done.result?.summary).toBe('The sum is 5 metres.');
+    const [question] = await alice.client.messages({ taskId: id, kind: 'question' });
+    const [answer] = await alice.client.messages({ taskId: id, kind: 'answer' });
+    expect(question).toMatchObject({ from_agent: bob.id, body: { text: 'Which unit?' } });
+    expect(answer).toMatchObject({ from_agent: alice.id, body: { text: 'in metres' } });
+    await eventually(async () => toldA(id, 'is completed'), 60_000, 'gateway A\'s agent to be told the result');
+  }, 300_000);
+
+  it('ships a skill that skills-ref validates and OpenClaw lists as ready only with baton and its settings', async () => {
+    const skill = path.join(gatewayA.stateDir, 'skills', 'baton');
+    const validator = path.join(import.meta.dirname, '..', 'node_modules', 'skills-ref', 'dist', 'cli.js');
+    const { stdout } = await run(process.execPath, [validator, 'validate', skill]);
+    expect(stdout).toContain('Valid skill');
+    expect(listed.ready).toMatchObject({ eligible: true, source: 'openclaw-managed' });
+    expect(listed.withoutToken).toMatchObject({ eligible: false, missing: { env: ['BATON_AGENT_TOKEN'] } });
+    expect(listed.withoutBaton).toMatchObject({ eligible: false, missing: { bins: ['baton'] } });
+  }, 120_000);
+});
