@@ -19,7 +19,9 @@ import { baton } from './cli.js';
 import { createAgent, type AgentOptions, type BatonAgent } from '../src/agent/daemon.js';
 import { eventually, fast } from './daemon-helpers.js';
 import { createRequire } from 'node:module';
-import { newAgent, stack, type TestAgent } from './helpers.js';
+import { startA2AServer, type A2AServer } from '../src/a2a/server.js';
+import { silentLogger } from '../src/logger.js';
+import { admin, newAgent, stack, type TestAgent } from './helpers.js';
 import { agentKey, agentKeyEnv } from './keys-mode.js';
 import { Gateway, openclawRuntime, scriptedModel, type Action, type Turn } from './openclaw-gateway.js';
 
@@ -65,6 +67,7 @@ let gatewayB: Gateway;
 const tokenA = crypto.randomBytes(24).toString('hex');
 const tokenB = crypto.randomBytes(24).toString('hex');
 let bobDaemon: BatonAgent | undefined;
+let a2a: A2AServer;
 let listed: Record<'ready' | 'withoutToken' | 'withoutBaton', unknown>;
 const daemons: BatonAgent[] = [];
 
@@ -105,9 +108,16 @@ beforeAll(async () => {
   model = await scriptedModel(script);
   [alice, bob] = await Promise.all([newAgent('alice-claw'), newAgent('bob-claw', { capabilities: ['math'] })]);
   const [portA, portB] = [await freePort(), await freePort()];
+  // `baton a2a`, which gateway A's channel also reaches as an outbound peer: a message to a2a:baton-math
+  // is a broadcast to the capability, sent as A's Baton agent.
+  a2a = await startA2AServer({ url: stack.SUPABASE_URL, ...agentKey(stack), directory: admin.db, log: silentLogger });
   gatewayA = new Gateway(runtime, {
     name: 'a', dir: path.join(root, 'a'), port: portA, modelUrl: model.url, model: 'gateway-a', env: batonEnv(alice),
-    peers: { baton: { token: tokenA }, person: { token: `${tokenA}-person` } },
+    peers: {
+      baton: { token: tokenA },
+      person: { token: `${tokenA}-person` },
+      'baton-math': { token: crypto.randomBytes(24).toString('hex'), url: `${a2a.url}/capabilities/math/`, outboundToken: alice.token },
+    },
   });
   gatewayB = new Gateway(runtime, {
     name: 'b', dir: path.join(root, 'b'), port: portB === portA ? await freePort([portA]) : portB, modelUrl: model.url, model: 'gateway-b', env: batonEnv(bob),
@@ -141,6 +151,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
   await Promise.all([gatewayA?.stop(), gatewayB?.stop()]);
+  await a2a?.close();
   await model?.close();
   if (root && process.env.KEEP_OPENCLAW) fs.writeFileSync(path.join(root, 'turns.json'), JSON.stringify(model.turns.map(({ system: _s, ...t }) => t), null, 1));
   else if (root) fs.rmSync(root, { recursive: true, force: true });
@@ -191,6 +202,16 @@ describe('Baton between OpenClaw gateways', () => {
     expect(answer).toMatchObject({ from_agent: alice.id, body: { text: 'in metres' } });
     await eventually(async () => toldA(id, 'is completed'), 60_000, 'gateway A\'s agent to be told the result');
   }, 300_000);
+
+  it('takes work from gateway A\'s outbound A2A peer (baton a2a), sent as A\'s Baton agent, and tells A the result', async () => {
+    const sent = JSON.parse(await gatewayA.cli(['message', 'send', '--channel', 'a2a', '--target', 'baton-math', '--message', 'Sum 4 and 5 (plain)', '--json'])) as Record<string, unknown>;
+    const task = await eventually(async () => (await alice.client.listTasks({ box: 'sent', limit: 50 })).find((t) => t.title === 'Sum 4 and 5 (plain)'), 30_000, 'the task from the outbound peer');
+    expect(JSON.stringify(sent)).toContain(task.id);
+    expect(task).toMatchObject({ from_agent: alice.id, required_capabilities: ['math'] });
+    const done = await eventually(async () => { const t = await alice.client.getTask(task.id); return t.status === 'completed' && t; }, 90_000, 'the task to complete');
+    expect(done.result?.summary).toBe('The sum is 9.');
+    await eventually(async () => toldA(task.id, 'is completed'), 60_000, 'gateway A\'s agent to be told the result');
+  }, 240_000);
 
   it('ships a skill that skills-ref validates and OpenClaw lists as ready only with baton and its settings', async () => {
     const skill = path.join(gatewayA.stateDir, 'skills', 'baton');

@@ -163,6 +163,11 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       res.once('close', () => gone.abort());
       const handler = new BatonA2AHandler(client, t, () => card(t, path), log, { callerGone: gone.signal, following });
       const options = { requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() };
+      // A JSON-RPC call that names its method as A2A 1.0 does (SendMessage; 0.3 said message/send) is a
+      // 1.0 call even without an A2A-Version header, which the specification would read as 0.3 and the
+      // SDK then refuse: OpenClaw's A2A channel sends 1.0 requests with no header.
+      const method = (req.body as { method?: unknown } | undefined)?.method;
+      if (!req.headers['a2a-version'] && typeof method === 'string' && /^[A-Z][A-Za-z]+$/.test(method)) req.headers['a2a-version'] = '1.0';
       // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
       // The caller's trace goes on: a hand-off it asks for records the caller's context.
       return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
