@@ -13,7 +13,7 @@ import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import type { Task } from '../schemas.js';
-import { dataPart, textPart } from './mapping.js';
+import { dataPart, finalStates, textPart } from './mapping.js';
 
 export interface A2AExecutorOptions {
   /** The remote agent's base URL (its card is at .well-known/agent-card.json below it) or its card's URL. */
@@ -154,7 +154,6 @@ function requestParts(task: Task, inputs: ResolvedArtifact[]): Part[] {
 }
 
 const textIn = (message: A2AMessage | undefined) => message?.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('\n') || undefined;
-const finalStates = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED];
 
 /** One event of the remote task: remembered, reported as progress, or collected as an artifact. */
 async function follow(event: StreamResponse, remote: Remote, pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext): Promise<Outcome | undefined> {

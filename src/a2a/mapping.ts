@@ -5,7 +5,7 @@
  */
 import { Role, TaskState, type Artifact as A2AArtifact, type Message as A2AMessage, type Part, type Task as A2ATask } from '@a2a-js/sdk';
 import type { ResolvedArtifact } from '../client/artifacts.js';
-import type { HandoffInput, Message, Task, TaskEvent, TaskStatus } from '../schemas.js';
+import { finalStatuses, type HandoffInput, type Message, type Task, type TaskEvent, type TaskStatus } from '../schemas.js';
 
 export const stateOf: Record<TaskStatus, TaskState> = {
   pending: TaskState.TASK_STATE_SUBMITTED,
@@ -17,6 +17,9 @@ export const stateOf: Record<TaskStatus, TaskState> = {
   cancelled: TaskState.TASK_STATE_CANCELED,
   rejected: TaskState.TASK_STATE_REJECTED,
 };
+
+/** A2A's final task states: those Baton's final statuses map onto. */
+export const finalStates: readonly TaskState[] = finalStatuses.map((status) => stateOf[status]);
 
 /** The Baton statuses an A2A state stands for (a ListTasks filter). */
 export const statusesOf = (state: TaskState): TaskStatus[] =>
@@ -159,5 +162,5 @@ export function handoffOf(msg: A2AMessage): Omit<HandoffInput, 'to'> {
   };
 }
 
-/** The text an A2A message carries (an answer to a question). */
-export const textOf = (msg: A2AMessage) => msg.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('\n').trim();
+/** The text an A2A message (or artifact) carries: its text parts, joined. */
+export const textOf = (msg: Pick<A2AMessage, 'parts'>) => msg.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('\n').trim();

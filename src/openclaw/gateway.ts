@@ -16,9 +16,10 @@
  */
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
+import { Role, TaskState, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
 import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
 import type { Message, Task } from '../schemas.js';
 
 export interface OpenClawGatewayOptions {
@@ -34,8 +35,6 @@ const READ_EVERY_MS = 10_000;
 const UNREACHABLE_MS = 5 * 60_000;
 /** A reply longer than this is attached as reply.md, its beginning kept as the summary. */
 const SUMMARY_CHARS = 16_000;
-
-const finalStates = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED];
 
 /** One gateway's A2A client, made from its card on first use (and again after a failure). */
 function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately: boolean) {
@@ -53,12 +52,8 @@ function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately
     serviceParameters,
     async send(contextId: string, text: string, signal?: AbortSignal): Promise<A2ATask | undefined> {
       const client = await connect();
-      const message: A2AMessage = {
-        messageId: crypto.randomUUID(), contextId, taskId: '', role: Role.ROLE_USER,
-        parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
-        metadata: {}, extensions: [], referenceTaskIds: [],
-      };
-      const answer = await client.sendMessage({ tenant: '', message, configuration: undefined, metadata: {} }, { serviceParameters, signal })
+      const request = message(Role.ROLE_USER, [textPart(text)], { messageId: crypto.randomUUID(), taskId: '', contextId });
+      const answer = await client.sendMessage({ tenant: '', message: request, configuration: undefined, metadata: {} }, { serviceParameters, signal })
         .catch((err: unknown) => { connecting = undefined; throw err; });
       return 'status' in answer ? answer : undefined;
     },
@@ -68,8 +63,8 @@ function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately
   };
 }
 
-const replyText = (task: A2ATask) => task.artifacts.flatMap((a) => a.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []))).join('\n').trim();
-const statusText = (task: A2ATask) => task.status?.message?.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('\n').trim();
+const replyText = (task: A2ATask) => task.artifacts.map((a) => textOf(a)).filter(Boolean).join('\n');
+const statusText = (task: A2ATask) => (task.status?.message ? textOf(task.status.message) : '');
 const isNotFound = (err: unknown) => err instanceof Error && (err.constructor.name === 'TaskNotFoundError' || /task not found|-32001/i.test(err.message));
 
 /** A Baton task as the message that starts its conversation with the gateway's agent. */
@@ -160,11 +155,11 @@ export function openclawTeller(options: OpenClawGatewayOptions): { onResult: (ta
       lines.push('', `Details: baton show ${task.id}`);
       return tell(task, lines.join('\n'));
     },
-    onQuestion: (task, message) => {
-      const body = message.body as { text?: unknown };
-      const question = typeof body.text === 'string' ? body.text : JSON.stringify(message.body);
+    onQuestion: (task, asked) => {
+      const body = asked.body as { text?: unknown };
+      const question = typeof body.text === 'string' ? body.text : JSON.stringify(asked.body);
       return tell(task, [
-        `${message.from_agent} asks about Baton task ${task.id} "${task.title}", which you handed over:`, '', question, '',
+        `${asked.from_agent} asks about Baton task ${task.id} "${task.title}", which you handed over:`, '', question, '',
         `Answer with: baton answer ${task.id} "<your answer>"`,
       ].join('\n'));
     },
