@@ -90,16 +90,23 @@ async function startBob() {
   bobDaemon = await daemon(bob, options);
 }
 
-/** Asks gateway A's agent (as a person on its A2A channel) to get a sum done, and returns the Baton task it made. */
+/**
+ * Asks gateway A's agent (as a person on its A2A channel) to get a sum done, and returns the Baton task it
+ * made. A turn the gateway itself failed (under load, OpenClaw's own state database can be busy: "another
+ * OpenClaw process owns state-lifecycle") is asked again, as a person would.
+ */
 async function askA(a: number, b: number, mode: string): Promise<string> {
-  const reply = await fetch(`${gatewayA.url}/a2a/v1`, {
-    method: 'POST', headers: { authorization: `Bearer ${tokenA}-person`, 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: `Get ${a} + ${b} done by a math agent (${mode})` }] } } }),
-  }).then((r) => r.json()) as { result?: { task?: { artifacts?: Array<{ parts: Array<{ text?: string }> }> } } };
-  const text = reply.result?.task?.artifacts?.[0]?.parts[0]?.text ?? '';
-  const id = /Baton task ([0-9a-f-]{36})/.exec(text)?.[1];
-  if (!id) throw new Error(`gateway A's agent did not hand the work over: ${JSON.stringify(reply)}`);
-  return id;
+  for (let attempt = 1; ; attempt++) {
+    const reply = await fetch(`${gatewayA.url}/a2a/v1`, {
+      method: 'POST', headers: { authorization: `Bearer ${tokenA}-person`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: `Get ${a} + ${b} done by a math agent (${mode})` }] } } }),
+    }).then((r) => r.json()) as { result?: { task?: { status?: { state?: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> } } };
+    if (reply.result?.task?.status?.state === 'TASK_STATE_FAILED' && attempt < 3) continue;
+    const text = reply.result?.task?.artifacts?.[0]?.parts[0]?.text ?? '';
+    const id = /Baton task ([0-9a-f-]{36})/.exec(text)?.[1];
+    if (!id) throw new Error(`gateway A's agent did not hand the work over: ${JSON.stringify(reply)}`);
+    return id;
+  }
 }
 
 beforeAll(async () => {

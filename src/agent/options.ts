@@ -140,7 +140,7 @@ export const AgentFileConfig = z.strictObject({
 export type AgentFileConfig = z.infer<typeof AgentFileConfig>;
 
 /** Reads and checks baton.agent.json; module executors are imported relative to the file. */
-export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig, 'executors' | 'tell'> & Pick<AgentOptions, 'executors' | 'onResult' | 'onQuestion'>> {
+export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn'>): Promise<Omit<AgentFileConfig, 'executors' | 'tell'> & Pick<AgentOptions, 'executors' | 'onResult' | 'onQuestion'>> {
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -158,7 +158,7 @@ export async function loadAgentFile(file: string): Promise<Omit<AgentFileConfig,
     if (!token) throw new ConfigError(`${what}: ${spec.tokenEnv} is not set; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at ${spec.openclaw}`);
     return { url: spec.openclaw, token };
   };
-  const told = tell ? (await import('../openclaw/gateway.js')).openclawTeller(gateway(tell, '"tell"')) : {};
+  const told = tell ? (await import('../openclaw/gateway.js')).openclawTeller({ ...gateway(tell, '"tell"'), log }) : {};
   const executors: Executors = {};
   for (const [name, spec] of Object.entries(specs ?? {})) {
     if ('command' in spec) {

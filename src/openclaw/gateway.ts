@@ -20,6 +20,7 @@ import { Role, TaskState, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
 import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
 import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
+import type { Logger } from '../logger.js';
 import type { Message, Task } from '../schemas.js';
 
 export interface OpenClawGatewayOptions {
@@ -142,10 +143,33 @@ async function result(reply: string, ctx: ExecutorContext) {
   return { status: 'success', summary: `${reply.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` };
 }
 
-/** Tells the gateway's agent what became of the tasks its Baton agent sent: results, and questions to answer. */
-export function openclawTeller(options: OpenClawGatewayOptions): { onResult: (task: Task) => Promise<void>; onQuestion: (task: Task, message: Message) => Promise<void> } {
+/** How many times news whose turn failed in the gateway is told again. */
+const TELL_ATTEMPTS = 3;
+
+/**
+ * Tells the gateway's agent what became of the tasks its Baton agent sent: results, and questions to
+ * answer. The message is sent without waiting for the agent's turn (the daemon's loop goes on); the
+ * turn is then followed in the background, and one that the gateway failed (its model away, its state
+ * busy) is told again, up to TELL_ATTEMPTS times in all, so that news is not lost to a hiccup.
+ */
+export function openclawTeller(options: OpenClawGatewayOptions & { log?: Pick<Logger, 'warn'> }): { onResult: (task: Task) => Promise<void>; onQuestion: (task: Task, message: Message) => Promise<void> } {
   const gateway = gatewayClient(options, true);
-  const tell = (task: Task, text: string) => gateway.send(`baton-${task.id}`, text).then(() => undefined);
+  const follow = async (contextId: string, text: string, sent: A2ATask, attempt: number): Promise<void> => {
+    let turn = sent;
+    const signal = new AbortController().signal;
+    while (!finalStates.includes(turn.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+      await sleep(READ_EVERY_MS, undefined, { ref: false });
+      turn = await gateway.get(turn.id, signal);
+    }
+    if (turn.status?.state !== TaskState.TASK_STATE_FAILED) return;
+    options.log?.warn({ contextId, attempt, why: statusText(turn) }, attempt < TELL_ATTEMPTS ? 'the gateway failed the turn that was told the news; telling it again' : 'the gateway failed the turn that was told the news, again; giving up');
+    if (attempt < TELL_ATTEMPTS) await tellOnce(contextId, text, attempt + 1);
+  };
+  const tellOnce = async (contextId: string, text: string, attempt: number): Promise<void> => {
+    const sent = await gateway.send(contextId, text);
+    if (sent) void follow(contextId, text, sent, attempt).catch((err: unknown) => options.log?.warn({ err, contextId }, 'could not follow the gateway\'s turn on the news'));
+  };
+  const tell = (task: Task, text: string) => tellOnce(`baton-${task.id}`, text, 1);
   return {
     onResult: (task) => {
       const by = task.claimed_by ?? task.to_agent ?? 'nobody';

@@ -23,7 +23,7 @@ interface DaemonFlags {
 /** The daemon and its schedules load only when an agent runs, not for every command. */
 async function daemonOf(config: BatonConfig, flags: DaemonFlags, log = createLogger()): Promise<BatonAgent> {
   const [{ createAgent }, { loadAgentFile }] = await Promise.all([import('../../agent/daemon.js'), import('../../agent/options.js')]);
-  const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config) : {};
+  const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config, log) : {};
   const options: AgentOptions = {
     ...file,
     ...agentEndpoint(config),
