@@ -180,9 +180,14 @@ async function invariants(agentIds: string[]): Promise<string[]> {
     select id, status, claimed_by, claim_token from task_handoffs where id in (${scope})
       and ((status in ('claimed', 'in_progress', 'input_required')) <> (claimed_by is not null and claim_token is not null)
            or (status = 'pending' and claimed_by is not null))`);
+  // Claims never take an agent past max_concurrent. A task waiting for an answer holds no slot, and one
+  // resumed by its answer goes on even when the agent is full: so the tasks an agent works on, less
+  // those whose latest way into work was an answer, are at most max_concurrent.
   await check('an agent over its max_concurrent', `
     select a.id, a.max_concurrent, count(*) from agents a join task_handoffs t on t.claimed_by = a.id
-    where a.id = any($1) and t.status in ('claimed', 'in_progress', 'input_required')
+    join lateral (select e.from_status from task_events e where e.task_id = t.id and e.to_status in ('claimed', 'in_progress')
+                  and e.from_status is distinct from 'claimed' order by e.id desc limit 1) entered on true
+    where a.id = any($1) and t.status in ('claimed', 'in_progress') and entered.from_status is distinct from 'input_required'
     group by a.id, a.max_concurrent having count(*) > a.max_concurrent`);
   await check('a task whose first event is not by its sender', `
     select t.id, t.from_agent, first.actor from task_handoffs t
