@@ -161,6 +161,14 @@ export function loadConfig(
   };
 }
 
+/**
+ * A variable that a setting names rather than one of Baton's own (an executor's `tokenEnv`): read the
+ * same way, from the process environment, then the project's `.env`.
+ */
+export function namedVariable(name: string, { cwd = process.cwd(), env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): string | undefined {
+  return env[name] || readDotenv(cwd, projectRoot(cwd), env)[name] || undefined;
+}
+
 /** The stack's two ports, which cannot be one. */
 function ports(apiPort: number, dbPort: number): { apiPort: number; dbPort: number } {
   if (apiPort === dbPort) {

@@ -149,7 +149,7 @@ describe('daemons as processes', () => {
     const config = configFile('no-token', { executors: { '*': { openclaw: 'http://127.0.0.1:18789', tokenEnv: 'BATON_TEST_UNSET_PEER_TOKEN' } } });
     const proc = runAgent(worker, 'run', config);
     expect(await proc.exited).toBe(2);
-    expect(proc.output()).toMatch(/executor "\*": BATON_TEST_UNSET_PEER_TOKEN is not set; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at http:\/\/127.0.0.1:18789/);
+    expect(proc.output()).toMatch(/executor "\*": BATON_TEST_UNSET_PEER_TOKEN is set neither in the environment nor in the project.s .env; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at http:\/\/127.0.0.1:18789/);
   });
 
   it('refuses an invalid config file with a clear error and exit 2', async () => {

@@ -4,6 +4,7 @@
  * told and the results of the tools it ran, and answers with text or with one `exec` call.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -91,6 +92,63 @@ export async function scriptedModel(script: (turn: Turn) => Action) {
   return { url, turns, close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
 }
 
+/**
+ * Stops a process the test started, by its pid (its whole process group with `group`): SIGTERM, then
+ * SIGKILL after 30 s.
+ */
+export async function stopProcess(child: ChildProcess | undefined, { group = false } = {}): Promise<void> {
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const signal = (name: NodeJS.Signals) => (group ? process.kill(-child.pid!, name) : child.kill(name));
+  signal('SIGTERM');
+  const timer = setTimeout(() => signal('SIGKILL'), 30_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * The openclaw.json of a gateway that is set up already: its port (loopback, no auth), its log file, the
+ * scripted model as its agent's model, `exec` allowed. Channels are the caller's.
+ */
+export function gatewayConfig({ port, log, model, modelUrl }: { port: number; log: string; model: string; modelUrl: string }) {
+  return {
+    gateway: { port, mode: 'local', bind: 'loopback', auth: { mode: 'none' } },
+    logging: { file: log },
+    agents: { defaults: { model: { primary: `scripted/${model}` } } as { model: { primary: string }; workspace?: string } },
+    tools: { exec: { mode: 'full' } },
+    // No browser: its control and CDP ports derive from the gateway's, and two gateways side by side collide.
+    browser: { enabled: false },
+    models: {
+      mode: 'merge',
+      providers: {
+        scripted: {
+          baseUrl: modelUrl, apiKey: 'scripted-local', api: 'openai-completions',
+          models: [{ id: model, name: model, reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 64000, maxTokens: 4096 }],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * Says `text` to a gateway's agent as a person on its A2A channel (a peer with `token`) and returns the
+ * agent's reply. A turn the gateway itself failed (under load, or while it runs its start-up maintenance,
+ * OpenClaw's own state database can be busy: "another OpenClaw process owns state-lifecycle") is said
+ * again, as a person would, up to three times in all.
+ */
+export async function sayToAgent(url: string, token: string, text: string): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const reply = await fetch(`${url}/a2a/v1`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] } } }),
+    }).then((r) => r.json()) as { result?: { task?: { status?: { state?: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> } } };
+    const state = reply.result?.task?.status?.state;
+    if (state === 'TASK_STATE_FAILED' && attempt < 3) continue;
+    if (state !== 'TASK_STATE_COMPLETED') throw new Error(`the gateway's agent did not answer: ${JSON.stringify(reply)}`);
+    return reply.result?.task?.artifacts?.[0]?.parts[0]?.text ?? '';
+  }
+}
+
 export interface GatewaySpec {
   name: string;
   dir: string;
@@ -127,24 +185,9 @@ export class Gateway {
     for (const d of [this.stateDir, this.workspace, this.binDir]) fs.mkdirSync(d, { recursive: true });
     // `baton` on the agent's PATH: the CLI under test, on the Node that runs the suite.
     fs.writeFileSync(path.join(this.binDir, 'baton'), `#!/bin/sh\nexec "${process.execPath}" "${cliPath}" "$@"\n`, { mode: 0o755 });
-    fs.writeFileSync(this.configPath, JSON.stringify({
-      gateway: { port: spec.port, mode: 'local', bind: 'loopback', auth: { mode: 'none' } },
-      logging: { file: path.join(spec.dir, 'gateway.log') },
-      agents: { defaults: { model: { primary: `scripted/${spec.model}` }, workspace: this.workspace } },
-      tools: { exec: { mode: 'full' } },
-      // No browser: its control and CDP ports derive from the gateway's, and two gateways side by side collide.
-      browser: { enabled: false },
-      models: {
-        mode: 'merge',
-        providers: {
-          scripted: {
-            baseUrl: spec.modelUrl, apiKey: 'scripted-local', api: 'openai-completions',
-            models: [{ id: spec.model, name: spec.model, reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 64000, maxTokens: 4096 }],
-          },
-        },
-      },
-      channels: { a2a: { enabled: true, rateLimitPerMinute: 0, peers: spec.peers } },
-    }, null, 2));
+    const config = gatewayConfig({ port: spec.port, log: path.join(spec.dir, 'gateway.log'), model: spec.model, modelUrl: spec.modelUrl });
+    config.agents.defaults.workspace = this.workspace;
+    fs.writeFileSync(this.configPath, JSON.stringify({ ...config, channels: { a2a: { enabled: true, rateLimitPerMinute: 0, peers: spec.peers } } }, null, 2));
   }
 
   /** The environment every openclaw command of this gateway runs with. */
@@ -189,16 +232,11 @@ export class Gateway {
     }
   }
 
-  /** Stops the gateway it started (SIGTERM, then SIGKILL after 30 s). */
+  /** Stops the gateway it started. */
   async stop(): Promise<void> {
     const child = this.child;
     this.child = undefined;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    await exited;
-    clearTimeout(timer);
+    await stopProcess(child);
   }
 
   log(): string {

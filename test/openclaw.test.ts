@@ -23,7 +23,7 @@ import { startA2AServer, type A2AServer } from '../src/a2a/server.js';
 import { silentLogger } from '../src/logger.js';
 import { admin, newAgent, stack, type TestAgent } from './helpers.js';
 import { agentKey, agentKeyEnv } from './keys-mode.js';
-import { Gateway, openclawRuntime, scriptedModel, type Action, type Turn } from './openclaw-gateway.js';
+import { Gateway, openclawRuntime, sayToAgent, scriptedModel, type Action, type Turn } from './openclaw-gateway.js';
 
 const run = promisify(execFile);
 
@@ -90,23 +90,12 @@ async function startBob() {
   bobDaemon = await daemon(bob, options);
 }
 
-/**
- * Asks gateway A's agent (as a person on its A2A channel) to get a sum done, and returns the Baton task it
- * made. A turn the gateway itself failed (under load, OpenClaw's own state database can be busy: "another
- * OpenClaw process owns state-lifecycle") is asked again, as a person would.
- */
+/** Asks gateway A's agent (as a person on its A2A channel) to get a sum done, and returns the Baton task it made. */
 async function askA(a: number, b: number, mode: string): Promise<string> {
-  for (let attempt = 1; ; attempt++) {
-    const reply = await fetch(`${gatewayA.url}/a2a/v1`, {
-      method: 'POST', headers: { authorization: `Bearer ${tokenA}-person`, 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: `Get ${a} + ${b} done by a math agent (${mode})` }] } } }),
-    }).then((r) => r.json()) as { result?: { task?: { status?: { state?: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> } } };
-    if (reply.result?.task?.status?.state === 'TASK_STATE_FAILED' && attempt < 3) continue;
-    const text = reply.result?.task?.artifacts?.[0]?.parts[0]?.text ?? '';
-    const id = /Baton task ([0-9a-f-]{36})/.exec(text)?.[1];
-    if (!id) throw new Error(`gateway A's agent did not hand the work over: ${JSON.stringify(reply)}`);
-    return id;
-  }
+  const reply = await sayToAgent(gatewayA.url, `${tokenA}-person`, `Get ${a} + ${b} done by a math agent (${mode})`);
+  const id = /Baton task ([0-9a-f-]{36})/.exec(reply)?.[1];
+  if (!id) throw new Error(`gateway A's agent did not hand the work over: ${reply}`);
+  return id;
 }
 
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import cron from 'node-cron';
 import { z } from 'zod';
-import { ConfigError } from '../config.js';
+import { ConfigError, namedVariable } from '../config.js';
 import { durationExample, parseDuration } from '../durations.js';
 import type { Logger } from 'pino';
 import type { AgentKeyOptions } from '../client/connection.js';
@@ -154,8 +154,8 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn'>): P
   }
   const { executors: specs, tell, ...rest } = parsed.data;
   const gateway = (spec: z.infer<typeof OpenClawSpec>, what: string) => {
-    const token = process.env[spec.tokenEnv];
-    if (!token) throw new ConfigError(`${what}: ${spec.tokenEnv} is not set; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at ${spec.openclaw}`);
+    const token = namedVariable(spec.tokenEnv);
+    if (!token) throw new ConfigError(`${what}: ${spec.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at ${spec.openclaw}`);
     return { url: spec.openclaw, token };
   };
   const told = tell ? (await import('../openclaw/gateway.js')).openclawTeller({ ...gateway(tell, '"tell"'), log }) : {};
@@ -166,8 +166,8 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn'>): P
       continue;
     }
     if ('a2a' in spec) {
-      const token = spec.tokenEnv ? process.env[spec.tokenEnv] : undefined;
-      if (spec.tokenEnv && !token) throw new ConfigError(`executor "${name}": ${spec.tokenEnv} is not set; it holds the token for the A2A agent at ${spec.a2a}`);
+      const token = spec.tokenEnv ? namedVariable(spec.tokenEnv) : undefined;
+      if (spec.tokenEnv && !token) throw new ConfigError(`executor "${name}": ${spec.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token for the A2A agent at ${spec.a2a}`);
       const { a2aExecutor } = await import('../a2a/executor.js');
       executors[name] = a2aExecutor({ url: spec.a2a, token });
       continue;
