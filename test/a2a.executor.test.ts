@@ -14,7 +14,9 @@ import { A2A_PROTOCOL_VERSION, Role, TaskState, type AgentCard, type Message, ty
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { a2aExecutor } from '../src/a2a/executor.js';
 import { loadAgentFile } from '../src/agent/options.js';
+import { freePort } from '../src/stack/ports.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { newAgent, type TestAgent } from './helpers.js';
 
@@ -163,6 +165,21 @@ describe('the a2a executor', () => {
     expect(done).toMatchObject({ status: 'completed', attempts: 1, result: { summary: 'translated after the cut', remote_task: remoteId } });
     expect((await worker.client.artifact(task.id, 'translation.txt')).text()).toBe('bonjour');
     expect(remote.executions.filter((words) => words.includes(title))).toHaveLength(1);
+  });
+
+  it('hands the task back, without counting an attempt, while nothing listens at the remote agent\'s URL', async () => {
+    const lonely = await newAgent('a2a-lonely', { capabilities: ['nowhere'] });
+    const closed = await freePort();
+    const { instance } = await daemon(lonely, { executors: { nowhere: a2aExecutor({ url: `http://127.0.0.1:${closed}/` }) } });
+    const task = await sender.client.handoff({ to: lonely.id, title: 'Nobody there', payload: { task_type: 'nowhere' }, maxAttempts: 1 });
+    const handedBack = await eventually(async () => {
+      const back = (await sender.client.events(task.id)).filter((e) => e.from_status === 'in_progress' && e.to_status === 'pending');
+      return back.length > 0 && back;
+    }, 30_000, 'the task handed back');
+    expect(handedBack[0]!.note).toMatch(new RegExp(`^handed back: could not reach the A2A agent at http://127.0.0.1:${closed}/`));
+    // Stopped (a run under way is handed back too), the task waits with its one attempt unspent.
+    await instance.stop();
+    expect(await sender.client.getTask(task.id)).toMatchObject({ status: 'pending', attempts: 0 });
   });
 
   it('fails the Baton task when the remote agent fails it', async () => {

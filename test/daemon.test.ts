@@ -1,6 +1,6 @@
 /** The daemon in-process against the real stack: executors, retries, cancellation, questions, capacity, shutdown. */
 import { describe, expect, it } from 'vitest';
-import { RetryableError } from '../src/agent/executors.js';
+import { RetryableError, UnavailableError } from '../src/agent/executors.js';
 import type { Task } from '../src/schemas.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { database, newAgent, uniqueId } from './helpers.js';
@@ -101,6 +101,35 @@ describe('the agent daemon', () => {
     expect(claims[2]! - requeues[1]!).toBeGreaterThanOrEqual(3000);
     expect(events.at(-1)!.note).toMatch(/out of attempts \(3 of 3\)/);
   });
+
+  it('hands a task back, not counting an attempt, while what does the work cannot be reached, and pauses its claims', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    let away = true;
+    const tries: number[] = [];
+    await daemon(worker, {
+      executors: {
+        '*': () => {
+          tries.push(Date.now());
+          if (away) throw new UnavailableError('could not reach the gateway at http://127.0.0.1:1: connect ECONNREFUSED');
+          return { status: 'success', summary: 'done once it was back' };
+        },
+      },
+    });
+    const task = await boss.client.handoff({ to: worker.id, title: 'needs the gateway', maxAttempts: 2 });
+    // More tries than the task has attempts, and it is still waiting: none of them counted.
+    await eventually(async () => tries.length >= 3, 60_000, 'three tries while the gateway is away');
+    expect(await boss.client.getTask(task.id)).toMatchObject({ status: 'pending', attempts: 0 });
+    // The daemon waits longer each time (5 s, then 10 s, jitter-free on its side).
+    expect(tries[1]! - tries[0]!).toBeGreaterThanOrEqual(5000);
+    expect(tries[2]! - tries[1]!).toBeGreaterThanOrEqual(10_000);
+    away = false;
+    const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; }, 60_000, 'the task done once the gateway is back');
+    expect(done).toMatchObject({ attempts: 1, result: { summary: 'done once it was back' } });
+    const handedBack = (await boss.client.events(task.id)).filter((e) => e.from_status === 'in_progress' && e.to_status === 'pending');
+    expect(handedBack.length).toBeGreaterThanOrEqual(3);
+    for (const e of handedBack) expect(e.note).toBe('handed back: could not reach the gateway at http://127.0.0.1:1: connect ECONNREFUSED');
+  }, 120_000);
 
   it('aborts a running executor when the task is cancelled', async () => {
     const boss = await newAgent('boss');

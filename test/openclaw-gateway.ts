@@ -50,7 +50,7 @@ function turnOf(body: { model: string; messages: ChatMessage[] }): Turn {
 }
 
 /** Serves /v1/chat/completions (streamed or not) by the script; every turn is kept in `turns`. */
-export async function scriptedModel(script: (turn: Turn) => Action) {
+export async function scriptedModel(script: (turn: Turn) => Action | Promise<Action>) {
   const turns: Turn[] = [];
   let calls = 0;
   const server = http.createServer(async (req, res) => {
@@ -65,7 +65,7 @@ export async function scriptedModel(script: (turn: Turn) => Action) {
     turns.push(turn);
     let action: Action;
     try {
-      action = script(turn);
+      action = await script(turn);
     } catch (err) {
       action = { text: `the script failed: ${(err as Error).message}` };
     }
@@ -217,8 +217,9 @@ export class Gateway {
   /** Starts the gateway and waits until its A2A card answers. */
   async start(): Promise<void> {
     const log = fs.openSync(path.join(this.spec.dir, 'stdout.log'), 'a');
+    // A process group of its own, so that a crash takes the gateway's helpers (its spawn broker) down with it.
     this.child = spawn(path.join(this.runtime.nodeBin, 'node'), [this.runtime.openclaw, 'gateway', 'run', '--port', String(this.spec.port)], {
-      env: this.env(), stdio: ['ignore', log, log],
+      env: this.env(), stdio: ['ignore', log, log], detached: true,
     });
     fs.closeSync(log);
     const child = this.child;
@@ -237,6 +238,16 @@ export class Gateway {
     const child = this.child;
     this.child = undefined;
     await stopProcess(child);
+  }
+
+  /** Kills the gateway and its helpers at once (SIGKILL to its process group), as a crash or a power cut would. */
+  async crash(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(-child.pid, 'SIGKILL');
+    await exited;
   }
 
   log(): string {

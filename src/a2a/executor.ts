@@ -10,7 +10,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Role, TaskState, type Message as A2AMessage, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
-import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { neverReached, RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../agent/executors.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import type { Task } from '../schemas.js';
 import { dataPart, finalStates, textPart } from './mapping.js';
@@ -30,7 +30,7 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
     const [base, path] = url.endsWith('.json') ? [url.slice(0, url.lastIndexOf('/') + 1), url.slice(url.lastIndexOf('/') + 1)] : [url.endsWith('/') ? url : `${url}/`, cardPath];
     connecting ??= new ClientFactory().createFromUrl(base, path === cardPath ? undefined : path).catch((err: unknown) => {
       connecting = undefined;
-      throw new RetryableError(`could not reach the A2A agent at ${url}: ${(err as Error).message}`);
+      throw new UnavailableError(`could not reach the A2A agent at ${url}: ${(err as Error).message}`, { cause: err });
     });
     return connecting;
   };
@@ -68,6 +68,8 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
       return { status: 'success', summary: summary ?? `done by the A2A agent at ${url}`, remote_task: remote.id ?? null };
     } catch (err) {
       if (ctx.signal.aborted || err instanceof RetryableError) throw err;
+      // Nothing answered before the remote agent named a task: the task never started there.
+      if (!remote.id && neverReached(err)) throw new UnavailableError(`could not reach the A2A agent at ${url}: ${(err as Error).message}`, { cause: err });
       if (isLost(err)) throw new RetryableError(`lost the A2A agent at ${url}: ${(err as Error).message}`, { cause: err });
       throw err;
     } finally {

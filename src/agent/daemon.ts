@@ -33,6 +33,9 @@ import { untraced } from '../telemetry/tracing.js';
  * lost (seen once in a loaded full run of the suite: push down 40 s after a gateway restart).
  */
 const pushStuckMs = 20_000;
+/** The first pause in claims when what does the work cannot be reached, and the longest. */
+const AWAY_PAUSE_MS = 5_000;
+const AWAY_PAUSE_MAX_MS = 60_000;
 
 interface Running {
   task: Task;
@@ -91,6 +94,9 @@ export class BatonAgent {
     /** A tick stops claiming once it has run this many. */
     limit: Infinity,
     lastOnPoll: 0,
+    /** No claims before this time: what does the work could not be reached (UnavailableError). */
+    pausedUntil: 0,
+    pauseMs: 0,
   };
 
   constructor(private readonly options: AgentOptions) {
@@ -119,6 +125,7 @@ export class BatonAgent {
         run.waiting = waiting;
         if (waiting) this.bell.ring('slot');
       },
+      executorAway: (away, why) => this.executorAway(away, why),
     });
   }
 
@@ -266,7 +273,24 @@ export class BatonAgent {
    */
   private claimable(freeing = 0): number {
     if (this.stopping || this.claiming || this.claims.suspectSince !== undefined || !Object.keys(this.options.executors ?? {}).length) return 0;
+    if (Date.now() < this.claims.pausedUntil) return 0;
     return Math.max(0, Math.min(this.profile.capacity - this.working + freeing, this.claims.limit - this.claims.launched));
+  }
+
+  /**
+   * What does the work (a gateway, a remote agent) could not be reached: the task went back, and the
+   * agent claims nothing for 5 s, doubling to a minute while it stays away; the next run that reaches it
+   * ends the pause's growth.
+   */
+  private executorAway(away: boolean, why?: string): void {
+    if (!away) {
+      this.claims.pauseMs = 0;
+      return;
+    }
+    this.claims.pauseMs = Math.min(Math.max(this.claims.pauseMs * 2, AWAY_PAUSE_MS), AWAY_PAUSE_MAX_MS);
+    this.claims.pausedUntil = Date.now() + this.claims.pauseMs;
+    this.log.warn({ pauseMs: this.claims.pauseMs, why }, 'what does the work cannot be reached: the task is handed back, and the agent claims again after a pause');
+    setTimeout(() => this.bell.ring('work'), this.claims.pauseMs).unref();
   }
 
   /** The tasks that hold a slot: those running, less those waiting for an answer. */

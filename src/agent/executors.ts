@@ -16,6 +16,29 @@ export class RetryableError extends Error {
   }
 }
 
+/**
+ * Throw this when the task could not be started because what does the work (a gateway, a remote agent)
+ * cannot be reached: the task is handed back without counting an attempt, and the agent claims nothing
+ * for a while (5 s, doubling to a minute while it stays away), so that work waits for it, or goes to a
+ * peer, instead of running out of attempts against a machine that is restarting. Where it is not
+ * understood (older code), it is a RetryableError.
+ */
+export class UnavailableError extends RetryableError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'UnavailableError';
+  }
+}
+
+/** Whether a failed request never reached its server (nothing listens there, or the name does not resolve). */
+export function neverReached(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return true;
+  }
+  return false;
+}
+
 /** Exit code of a shell executor that asks for a retry (EX_TEMPFAIL from sysexits.h). */
 export const RETRY_EXIT_CODE = 75;
 

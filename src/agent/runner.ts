@@ -11,7 +11,7 @@ import type { ResolvedArtifact } from '../client/artifacts.js';
 import { BatonError, isRetryable, MissingOutputsError, OutputSchemaError } from '../errors.js';
 import type { AgentPresence, Task, TaskResult, TaskStatus } from '../schemas.js';
 import {
-  builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, selectExecutor, toResult, type ExecutorContext, type Executors,
+  builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, UnavailableError, selectExecutor, toResult, type ExecutorContext, type Executors,
 } from './executors.js';
 import { agentApiKey } from '../client/connection.js';
 import { agentDefaults, type AgentOptions } from './options.js';
@@ -47,6 +47,8 @@ export interface RunnerDeps {
   metrics(): DaemonMetrics | undefined;
   /** The task waits for an answer (its slot frees meanwhile), or goes on. */
   waiting(taskId: string, waiting: boolean): void;
+  /** What does the work could not be reached (an UnavailableError, `why`), or a run got through to it. */
+  executorAway(away: boolean, why?: string): void;
 }
 
 export class TaskRunner {
@@ -83,6 +85,7 @@ export class TaskRunner {
       const ctx = await this.context(task, signal, log);
       const value = await childSpan('baton execute', { 'baton.executor': chosen.name }, (span) =>
         runExecutor(chosen.executor, task, ctx, { ...this.deps.env, ...traceEnv(span) }));
+      this.deps.executorAway(false);
       if (signal.aborted) return await this.stopped(task, signal, log, started, report);
       const result = toResult(value);
       // A result.handoff becomes the follow-up task in the same transaction as the completion.
@@ -99,6 +102,13 @@ export class TaskRunner {
           retry ? 'outputs refused; running again with the problems' : 'outputs refused again; failed', err);
         return;
       }
+      if (err instanceof UnavailableError) {
+        // The task never started: handed back, not a failed attempt; the agent waits before claiming again.
+        this.deps.executorAway(true, err.message);
+        await report(() => this.deps.client.release(task.id, task.claim_token, `handed back: ${err.message}`), 'released: what does the work cannot be reached', undefined, err.message);
+        return;
+      }
+      this.deps.executorAway(false);
       // An API or database away mid-task is no fault of the task: it runs again.
       const retry = err instanceof RetryableError || isRetryable(err);
       const message = err instanceof Error ? err.message : String(err);

@@ -18,7 +18,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Role, TaskState, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
-import { RetryableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { neverReached, RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../agent/executors.js';
 import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
 import type { Logger } from '../logger.js';
 import type { Message, Task } from '../schemas.js';
@@ -45,7 +45,7 @@ function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately
   const connect = () => {
     connecting ??= new ClientFactory(options).createFromUrl(url.endsWith('/') ? url : `${url}/`).catch((err: unknown) => {
       connecting = undefined;
-      throw new RetryableError(`could not reach the OpenClaw gateway at ${url}: ${(err as Error).message}`);
+      throw new UnavailableError(`could not reach the OpenClaw gateway at ${url}: ${(err as Error).message}`, { cause: err });
     });
     return connecting;
   };
@@ -110,7 +110,9 @@ async function replyTo(gateway: ReturnType<typeof gatewayClient>, contextId: str
     remote = await gateway.send(contextId, text, ctx.signal);
   } catch (err) {
     if (ctx.signal.aborted || err instanceof RetryableError) throw err;
-    throw new RetryableError(`the OpenClaw gateway at ${url} did not take the task: ${(err as Error).message}`, { cause: err });
+    if (neverReached(err)) throw new UnavailableError(`could not reach the OpenClaw gateway at ${url}: ${(err as Error).message}`, { cause: err });
+    // Taken, maybe, and then lost (the gateway went away during the call): the run counts, and goes again.
+    throw new RetryableError(`the OpenClaw gateway at ${url} did not answer for the task: ${(err as Error).message}`, { cause: err });
   }
   if (!remote) throw new Error(`the OpenClaw gateway at ${url} answered with a message, not a task`);
   let heardAt = Date.now();
