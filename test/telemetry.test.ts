@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatonClient } from '../src/client/agent.js';
 import { freePort } from '../src/stack/ports.js';
@@ -31,26 +32,69 @@ interface ReceivedSpan {
 let work = '';
 const children: ChildProcess[] = [];
 const spans: ReceivedSpan[] = [];
+/** Each export request the receiver got: whose spans, and how many. */
+const exports: Array<{ services: string[]; count: number }> = [];
 let receiver: http.Server;
 let otlp = '';
 
-/** OTLP/HTTP with JSON, as @opentelemetry/exporter-trace-otlp-http sends it. */
+/**
+ * Just enough of OTLP's trace request (opentelemetry-proto, collector/trace/v1 and trace/v1) to read in
+ * protobuf what the receiver reads in JSON.
+ */
+const protobufRequest = protobuf.Root.fromJSON({
+  nested: {
+    ExportTraceServiceRequest: { fields: { resourceSpans: { rule: 'repeated', type: 'ResourceSpans', id: 1 } } },
+    ResourceSpans: { fields: { resource: { type: 'Resource', id: 1 }, scopeSpans: { rule: 'repeated', type: 'ScopeSpans', id: 2 } } },
+    Resource: { fields: { attributes: { rule: 'repeated', type: 'KeyValue', id: 1 } } },
+    ScopeSpans: { fields: { spans: { rule: 'repeated', type: 'Span', id: 2 } } },
+    Span: {
+      fields: {
+        traceId: { type: 'bytes', id: 1 }, spanId: { type: 'bytes', id: 2 }, parentSpanId: { type: 'bytes', id: 4 }, name: { type: 'string', id: 5 },
+        startTimeUnixNano: { type: 'fixed64', id: 7 }, endTimeUnixNano: { type: 'fixed64', id: 8 }, attributes: { rule: 'repeated', type: 'KeyValue', id: 9 },
+      },
+    },
+    KeyValue: { fields: { key: { type: 'string', id: 1 }, value: { type: 'AnyValue', id: 2 } } },
+    AnyValue: { oneofs: { value: { oneof: ['stringValue', 'boolValue', 'intValue', 'doubleValue'] } }, fields: { stringValue: { type: 'string', id: 1 }, boolValue: { type: 'bool', id: 2 }, intValue: { type: 'int64', id: 3 }, doubleValue: { type: 'double', id: 4 } } },
+  },
+}).lookupType('ExportTraceServiceRequest');
+
+/** A protobuf request as the JSON one reads: ids in lowercase hex, times as decimal strings. */
+function fromProtobuf(body: Buffer): unknown {
+  const doc = protobufRequest.toObject(protobufRequest.decode(body), { bytes: String, longs: String }) as ReceivedDoc;
+  const hex = (base64?: string) => (base64 ? Buffer.from(base64, 'base64').toString('hex') : undefined);
+  for (const rs of doc.resourceSpans ?? []) {
+    for (const ss of rs.scopeSpans ?? []) {
+      for (const span of ss.spans ?? []) Object.assign(span, { traceId: hex(span.traceId), spanId: hex(span.spanId), parentSpanId: hex(span.parentSpanId) });
+    }
+  }
+  return doc;
+}
+
+type ReceivedDoc = { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> }; scopeSpans: Array<{ spans: Array<Omit<ReceivedSpan, 'attributes' | 'service'> & { attributes: Array<{ key: string; value: Record<string, unknown> }> }> }> }> };
+/** The content type of each export request the receiver got. */
+const encodings: string[] = [];
+
+/** OTLP/HTTP, in JSON or protobuf, as @opentelemetry/exporter-trace-otlp-http and -proto send it. */
 beforeAll(async () => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-telemetry-'));
   receiver = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => { body += c; });
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => { chunks.push(c); });
     req.on('end', () => {
-      const doc = JSON.parse(body) as { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> }; scopeSpans: Array<{ spans: Array<Omit<ReceivedSpan, 'attributes' | 'service'> & { attributes: Array<{ key: string; value: Record<string, unknown> }> }> }> }> };
-      for (const rs of doc.resourceSpans) {
+      const body = Buffer.concat(chunks);
+      const type = req.headers['content-type'] ?? '';
+      encodings.push(type);
+      const doc = (type.includes('protobuf') ? fromProtobuf(body) : JSON.parse(body.toString('utf8'))) as ReceivedDoc;
+      for (const rs of doc.resourceSpans ?? []) {
         const service = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
-        for (const ss of rs.scopeSpans) {
-          for (const s of ss.spans) {
-            spans.push({ ...s, service, attributes: Object.fromEntries(s.attributes.map((a) => [a.key, Object.values(a.value)[0]])) });
+        for (const ss of rs.scopeSpans ?? []) {
+          for (const s of ss.spans ?? []) {
+            spans.push({ ...s, service, attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]])) });
           }
         }
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      exports.push({ services: (doc.resourceSpans ?? []).map((rs) => rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? ''), count: (doc.resourceSpans ?? []).reduce((n, rs) => n + (rs.scopeSpans ?? []).reduce((m, ss) => m + (ss.spans ?? []).length, 0), 0) });
+      res.writeHead(200, { 'content-type': type.includes('protobuf') ? 'application/x-protobuf' : 'application/json' }).end(type.includes('protobuf') ? Buffer.alloc(0) : '{}');
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
@@ -63,7 +107,7 @@ afterAll(async () => {
   if (work) fs.rmSync(work, { recursive: true, force: true });
 });
 
-const tracingEnv = (service: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: service });
+const tracingEnv = (service: string) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_SERVICE_NAME: service });
 const noTracing = { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_TRACES_EXPORTER: '' };
 
 /** `baton agent run` for `agent` with a module executor, as its own process group. */
@@ -168,6 +212,40 @@ describe('one trace across a chain of agents', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('batches as the OTEL_BSP_* settings say', async () => {
+    const [sender, worker] = await Promise.all([newAgent('bsp-sender'), newAgent('bsp-worker')]);
+    // One span per export, and no export by the clock for an hour: only the batch size sends them.
+    const daemon = runDaemon(worker, 'export default async () => \'done\';', { ...tracingEnv(worker.id), OTEL_BSP_SCHEDULE_DELAY: '3600000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '1' });
+    try {
+      const task = await sender.client.handoff({ to: worker.id, title: 'batched', allowOffline: true });
+      await eventually(async () => spans.some((s) => s.name === 'baton process' && s.attributes['baton.task.id'] === task.id), 30_000, 'the process span, while the daemon runs');
+      const ours = exports.filter((e) => e.services.includes(worker.id));
+      expect(ours.length).toBeGreaterThan(1);
+      expect(ours.every((e) => e.count === 1), JSON.stringify(ours)).toBe(true);
+    } finally {
+      await daemon.stop();
+    }
+  });
+
+  it('sends OTLP in protobuf unless told otherwise, in JSON when told, and refuses gRPC with what to set', async () => {
+    const sender = await newAgent('otlp-encodings');
+    const worker = await newAgent('otlp-encodings-to');
+    const env = { SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: sender.token, ...noTracing, OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_SERVICE_NAME: sender.id };
+    for (const [protocol, type] of [[undefined, 'application/x-protobuf'], ['http/json', 'application/json']] as const) {
+      const before = encodings.length;
+      const handed = await baton(['handoff', worker.id, `sent in ${protocol ?? 'the default'}`, '--allow-offline', '--json'], { ...env, OTEL_EXPORTER_OTLP_PROTOCOL: protocol });
+      expect(handed.code, handed.stderr).toBe(0);
+      const { id } = JSON.parse(handed.stdout) as { id: string };
+      const { data } = await admin.db.from('task_handoffs').select('traceparent').eq('id', id).single();
+      const span = await eventually(async () => spans.find((s) => s.spanId === spanIdOf(data!.traceparent)), 20_000, `the hand-off's span in ${type}`);
+      expect(span).toMatchObject({ name: 'baton rpc/handoff_task', service: sender.id, traceId: traceIdOf(data!.traceparent) });
+      expect(encodings.slice(before)).toContain(type);
+    }
+    const refused = await baton(['inbox'], { ...env, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/OTEL_EXPORTER_OTLP_PROTOCOL is "grpc", which Baton does not send: set http\/protobuf \(the default\) or http\/json/);
   });
 
   it('exports nothing without OTEL_* settings, and records no trace context', async () => {

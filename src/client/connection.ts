@@ -38,7 +38,10 @@ export function connect({ url, apiKey, accessToken, headers, answered }: Connect
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
     global: { fetch },
     realtime: { transport: WebSocket as never },
-    ...(accessToken ? { accessToken: async () => accessToken } : {}),
+    // Without an agent's token, the API key alone says who calls. supabase-js would otherwise hand the
+    // key to Realtime as the join's access token, which an `sb_secret_…` key is not (it is no JWT): every
+    // channel joined after the first connection would be refused.
+    accessToken: async () => accessToken ?? null,
   });
 }
 

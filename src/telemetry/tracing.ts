@@ -1,11 +1,13 @@
 /**
  * Traces, with OpenTelemetry's API and SDK. Nothing is set up, loaded or exported unless the standard
  * settings ask for it (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
- * OTEL_TRACES_EXPORTER=otlp|console); then spans go out as OTLP over HTTP (or to the console), and every
+ * OTEL_TRACES_EXPORTER=otlp|console); then spans go out as OTLP over HTTP, protobuf or JSON (or to the
+ * console), batched as the OTEL_BSP_* settings say, and every
  * request Baton's clients make carries the active context as W3C `traceparent` and `tracestate` headers,
  * which the database records on the tasks it hands off.
  */
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
+import { ConfigError } from '../config.js';
 import { context, createContextKey, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type SpanContext, TraceFlags } from '@opentelemetry/api';
 
 export const tracer = trace.getTracer('baton');
@@ -22,22 +24,44 @@ export function tracingWanted(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
+ * The OTLP encoding the settings ask for (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+ * OTEL_EXPORTER_OTLP_PROTOCOL): http/protobuf unless they say otherwise, as the OpenTelemetry
+ * specification has it, or http/json. gRPC is not sent: a setting that asks for it is refused with
+ * what to set instead.
+ */
+export function otlpProtocol(env: NodeJS.ProcessEnv = process.env): 'http/protobuf' | 'http/json' {
+  const asked = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
+  if (asked === 'http/protobuf' || asked === 'http/json') return asked;
+  throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL is "${asked}", which Baton does not send: set http/protobuf (the default) or http/json, and point the endpoint at the collector's OTLP/HTTP port (4318)`);
+}
+
+/**
  * Sets up tracing for this process when the settings ask for it, named `serviceName` unless
  * OTEL_SERVICE_NAME says otherwise. Returns what flushes and ends it (at exit).
  */
 export async function startTracing(serviceName: string): Promise<() => Promise<void>> {
   if (enabled || !tracingWanted()) return async () => undefined;
+  const toConsole = process.env.OTEL_TRACES_EXPORTER === 'console';
+  const protocol = toConsole ? 'http/json' : otlpProtocol();
   const [sdk, { OTLPTraceExporter }, { AsyncLocalStorageContextManager }, core, resources] = await Promise.all([
-    import('@opentelemetry/sdk-trace'), import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/sdk-trace'),
+    protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
     import('@opentelemetry/context-async-hooks'), import('@opentelemetry/core'), import('@opentelemetry/resources'),
   ]);
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new core.CompositePropagator({ propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()] }));
-  const exporter = process.env.OTEL_TRACES_EXPORTER === 'console' ? stderrExporter(core.ExportResultCode.SUCCESS) : new OTLPTraceExporter();
+  const exporter = toConsole ? stderrExporter(core.ExportResultCode.SUCCESS) : new OTLPTraceExporter();
   const resource = resources.defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': serviceName }))
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
-  const provider = new sdk.TracerProvider({ resource, spanProcessors: [new sdk.BatchSpanProcessor({ exporter })] });
+  // The batch's settings as the OpenTelemetry specification names them; this SDK no longer reads them itself.
+  const batch = {
+    scheduledDelayMillis: core.getNumberFromEnv('OTEL_BSP_SCHEDULE_DELAY'),
+    exportTimeoutMillis: core.getNumberFromEnv('OTEL_BSP_EXPORT_TIMEOUT'),
+    maxQueueSize: core.getNumberFromEnv('OTEL_BSP_MAX_QUEUE_SIZE'),
+    maxExportBatchSize: core.getNumberFromEnv('OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
+  };
+  const provider = new sdk.TracerProvider({ resource, spanProcessors: [new sdk.BatchSpanProcessor({ exporter, ...batch })] });
   trace.setGlobalTracerProvider(provider);
   enabled = true;
   return async () => {
