@@ -24,7 +24,7 @@ import { admin, newAgent, stack, type TestAgent } from './helpers.js';
 import { agentKey, agentKeyEnv } from './keys-mode.js';
 
 interface ReceivedSpan {
-  traceId: string; spanId: string; parentSpanId?: string; name: string; service: string;
+  traceId: string; spanId: string; parentSpanId?: string; name: string; service: string; kind?: number | string;
   attributes: Record<string, unknown>; startTimeUnixNano: string; endTimeUnixNano: string;
 }
 
@@ -150,16 +150,23 @@ async function chain(env: (service: string) => Record<string, string>) {
 }
 
 const spanIdOf = (traceparent: string | null) => traceparent?.split('-')[2];
+/** OTLP's span kinds, as JSON carries them (protobuf's are read as the same numbers). */
+const PRODUCER = 4;
+const CONSUMER = 5;
 const traceIdOf = (traceparent: string | null) => traceparent?.split('-')[1];
 
 describe('one trace across a chain of agents', () => {
   it('exports spans that form one trace from the first hand-off to the last result, with the wait', async () => {
     const { step1, step2, step3, daemons } = await chain(tracingEnv);
     // The CLI's hand-off span is the root: the first task records its context.
-    const firstHandoff = await eventually(async () => spans.find((s) => s.name === 'baton rpc/handoff_task' && s.spanId === spanIdOf(step1.traceparent)), 20_000, 'the CLI\'s hand-off span');
-    expect(firstHandoff.parentSpanId || undefined).toBeUndefined();
+    // The CLI's hand-off is a producer span, `send <agent>`, under the command's own span, the root.
+    const firstHandoff = await eventually(async () => spans.find((s) => s.name === `send ${step1.to_agent}` && s.spanId === spanIdOf(step1.traceparent)), 20_000, 'the CLI\'s hand-off span');
+    expect(firstHandoff).toMatchObject({ kind: PRODUCER, attributes: { 'messaging.operation.name': 'send', 'messaging.destination.name': step1.to_agent } });
+    const command = await eventually(async () => spans.find((s) => s.spanId === firstHandoff.parentSpanId), 20_000, 'the CLI command\'s span');
+    expect(command).toMatchObject({ name: 'baton handoff', service: 'lead' });
+    expect(command.parentSpanId || undefined).toBeUndefined();
     const traceId = firstHandoff.traceId;
-    const processOf = (taskId: string) => spans.find((s) => s.name === 'baton process' && s.attributes['baton.task.id'] === taskId);
+    const processOf = (taskId: string) => spans.find((s) => s.name.startsWith('process ') && s.attributes['baton.task.id'] === taskId);
     await eventually(async () => [step1, step2, step3].every((t) => processOf(t.id)) && spans.filter((s) => s.name === 'baton wait').length >= 3, 20_000, 'every task\'s spans');
     await Promise.all(daemons.map((d) => d.stop()));
 
@@ -169,6 +176,8 @@ describe('one trace across a chain of agents', () => {
     for (const task of [step1, step2, step3]) {
       expect(traceIdOf(task.traceparent)).toBe(traceId);
       const processing = processOf(task.id)!;
+      // A consumer span named after its destination, as the messaging conventions name a process.
+      expect(processing).toMatchObject({ name: `process ${task.to_agent}`, kind: CONSUMER, attributes: { 'messaging.operation.name': 'process', 'messaging.operation.type': 'process' } });
       const waiting = ours.find((s) => s.name === 'baton wait' && s.attributes['baton.task.id'] === task.id)!;
       // Each task's spans hang under the context it was handed off in.
       expect(processing.parentSpanId).toBe(spanIdOf(task.traceparent));
@@ -184,7 +193,7 @@ describe('one trace across a chain of agents', () => {
     // Step 2 was handed off by step 1's executor: its hand-off span is a child of step 1's execute span.
     const step1Execute = spans.find((s) => s.name === 'baton execute' && s.parentSpanId === processOf(step1.id)!.spanId)!;
     const step2Handoff = spans.find((s) => s.spanId === spanIdOf(step2.traceparent))!;
-    expect(step2Handoff).toMatchObject({ name: 'baton rpc/handoff_task', parentSpanId: step1Execute.spanId, service: expect.stringMatching(/^chain-a-/) });
+    expect(step2Handoff).toMatchObject({ name: `send ${step2.to_agent}`, kind: PRODUCER, parentSpanId: step1Execute.spanId, service: expect.stringMatching(/^chain-a-/) });
     // The daemons' own calls (claims, heartbeats, the sweep) make no traces of their own.
     expect([...new Set(spans.filter((s) => /^chain-/.test(s.service) && !s.parentSpanId).map((s) => s.name))]).toEqual([]);
     // Step 3, a follow-up reported with step 2's result, carries step 2's context.
@@ -208,7 +217,7 @@ describe('one trace across a chain of agents', () => {
       const { data } = await admin.db.from('task_handoffs').select('traceparent').eq('from_agent', host.id).single();
       expect(traceIdOf(data!.traceparent)).toBe(traceId);
       const call = await eventually(async () => spans.find((s) => s.spanId === spanIdOf(data!.traceparent)), 20_000, 'the tool call\'s hand-off span');
-      expect(call).toMatchObject({ name: 'baton rpc/handoff_task', traceId, parentSpanId: spanId });
+      expect(call).toMatchObject({ name: `send ${worker.id}`, traceId, parentSpanId: spanId });
     } finally {
       await client.close();
     }
@@ -220,7 +229,7 @@ describe('one trace across a chain of agents', () => {
     const daemon = runDaemon(worker, 'export default async () => \'done\';', { ...tracingEnv(worker.id), OTEL_BSP_SCHEDULE_DELAY: '3600000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '1' });
     try {
       const task = await sender.client.handoff({ to: worker.id, title: 'batched', allowOffline: true });
-      await eventually(async () => spans.some((s) => s.name === 'baton process' && s.attributes['baton.task.id'] === task.id), 30_000, 'the process span, while the daemon runs');
+      await eventually(async () => spans.some((s) => s.name === `process ${worker.id}` && s.attributes['baton.task.id'] === task.id), 30_000, 'the process span, while the daemon runs');
       const ours = exports.filter((e) => e.services.includes(worker.id));
       expect(ours.length).toBeGreaterThan(1);
       expect(ours.every((e) => e.count === 1), JSON.stringify(ours)).toBe(true);
@@ -240,9 +249,14 @@ describe('one trace across a chain of agents', () => {
       const { id } = JSON.parse(handed.stdout) as { id: string };
       const { data } = await admin.db.from('task_handoffs').select('traceparent').eq('id', id).single();
       const span = await eventually(async () => spans.find((s) => s.spanId === spanIdOf(data!.traceparent)), 20_000, `the hand-off's span in ${type}`);
-      expect(span).toMatchObject({ name: 'baton rpc/handoff_task', service: sender.id, traceId: traceIdOf(data!.traceparent) });
+      expect(span).toMatchObject({ name: `send ${worker.id}`, service: sender.id, traceId: traceIdOf(data!.traceparent) });
       expect(encodings.slice(before)).toContain(type);
     }
+    // A command that fails: its span says how, in error.type.
+    const missing = await baton(['show', '00000000-0000-4000-8000-000000000000'], { ...env, OTEL_SERVICE_NAME: `${sender.id}-show` });
+    expect(missing.code).toBe(1);
+    const failed = await eventually(async () => spans.find((s) => s.service === `${sender.id}-show` && s.name === 'baton show'), 20_000, 'the failed command\'s span');
+    expect(failed.attributes['error.type']).toEqual(expect.any(String));
     const refused = await baton(['inbox'], { ...env, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/OTEL_EXPORTER_OTLP_PROTOCOL is "grpc", which Baton does not send: set http\/protobuf \(the default\) or http\/json/);

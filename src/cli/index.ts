@@ -1,10 +1,19 @@
 #!/usr/bin/env node
 /** The `baton` command: builds the command tree (program.ts); errors leave through the one exit path below. */
-import { CommanderError } from 'commander';
+import { CommanderError, type Command } from 'commander';
 import { context } from '@opentelemetry/api';
 import { exitCodes, toExitError } from './exit.js';
 import { buildProgram, errorLine } from './program.js';
-import { contextOfTask, startTracing } from '../telemetry/tracing.js';
+import { contextOfTask, ending, startTracing, tracer } from '../telemetry/tracing.js';
+
+/**
+ * Whether the command serves until stopped (a daemon, a server, a watch): its work is traced per task
+ * or per request, not as one span as long as the process.
+ */
+function serving(argv: string[]): boolean {
+  const [first, second] = argv.slice(2).filter((word) => !word.startsWith('-'));
+  return ['mcp', 'a2a', 'board', 'watch'].includes(first ?? '') || (first === 'agent' && second === 'run');
+}
 
 async function main(argv: string[]): Promise<number> {
   try {
@@ -13,7 +22,21 @@ async function main(argv: string[]): Promise<number> {
     const stopTracing = await startTracing('baton');
     try {
       const parent = process.env.TRACEPARENT ? contextOfTask({ traceparent: process.env.TRACEPARENT, tracestate: process.env.TRACESTATE }) : context.active();
-      await context.with(parent, () => buildProgram(argv).parseAsync(argv));
+      const program = buildProgram(argv);
+      if (serving(argv)) {
+        await context.with(parent, () => program.parseAsync(argv));
+      } else {
+        // A command is a span of its own, named once commander knows which (`baton handoff`): the
+        // requests it makes are its children, one trace.
+        await context.with(parent, () => tracer.startActiveSpan('baton', (span) => ending(span, () => {
+          program.hook('preAction', (_program, command) => {
+            const names: string[] = [];
+            for (let c: Command | null = command; c; c = c.parent) names.unshift(c.name());
+            span.updateName(names.join(' '));
+          });
+          return program.parseAsync(argv);
+        })));
+      }
     } finally {
       await stopTracing();
     }

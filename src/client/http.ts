@@ -70,6 +70,33 @@ function isAbort(err: unknown): boolean {
     || (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'));
 }
 
+/** The calls that hand work off, whose context the tasks they make record. */
+const handoffCalls = new Set(['rpc/handoff_task', 'rpc/handoff_tasks', 'rpc/fan_out']);
+
+/**
+ * A hand-off's span, as OpenTelemetry's messaging conventions have a send: a producer span named
+ * `send {destination}` (the agent, else the capabilities; just `send` for a batch), since the context
+ * the tasks record is where their processing hangs.
+ */
+function handoffSpan(what: string, body: unknown): { name: string; attributes: Record<string, string> } | undefined {
+  if (!handoffCalls.has(what)) return undefined;
+  let destination: string | undefined;
+  if (what === 'rpc/handoff_task' && typeof body === 'string') {
+    try {
+      const args = JSON.parse(body) as { p_to_agent?: unknown; p_required_capabilities?: unknown };
+      destination = typeof args.p_to_agent === 'string' ? args.p_to_agent
+        : Array.isArray(args.p_required_capabilities) && args.p_required_capabilities.length ? args.p_required_capabilities.join(',') : 'anyone';
+    } catch { /* a body that is not JSON: PostgREST will say so */ }
+  }
+  return {
+    name: destination ? `send ${destination}` : 'send',
+    attributes: {
+      'messaging.system': 'baton', 'messaging.operation.name': 'send', 'messaging.operation.type': 'send', 'baton.rpc': what.slice(4),
+      ...(destination ? { 'messaging.destination.name': destination } : {}),
+    },
+  };
+}
+
 /**
  * With tracing on, each request is a client span ("baton rpc/claim_task", "baton GET task_handoffs")
  * whose context goes out as traceparent: the database records it on the tasks a hand-off makes.
@@ -78,11 +105,18 @@ export const batonFetch: typeof fetch = (input, init = {}) => {
   if (!tracing() || isUntraced()) return send(input, init);
   const url = new URL(String(input));
   const what = url.pathname.replace(/^\/rest\/v1\//, '');
-  const name = what.startsWith('rpc/') ? `baton ${what}` : `baton ${init.method ?? 'GET'} ${what}`;
-  return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes: { 'http.request.method': init.method ?? 'GET', 'url.path': url.pathname, 'server.address': url.hostname } }, (span) => ending(span, async () => {
+  const http = { 'http.request.method': init.method ?? 'GET', 'url.path': url.pathname, 'server.address': url.hostname };
+  const sending = handoffSpan(what, init.body);
+  const [name, kind, attributes] = sending
+    ? [sending.name, SpanKind.PRODUCER, { ...http, ...sending.attributes }]
+    : [what.startsWith('rpc/') ? `baton ${what}` : `baton ${init.method ?? 'GET'} ${what}`, SpanKind.CLIENT, http];
+  return tracer.startActiveSpan(name, { kind, attributes }, (span) => ending(span, async () => {
     const answer = await send(input, { ...init, headers: { ...headersOf(init.headers), ...traceHeaders() } });
     span.setAttribute('http.response.status_code', answer.status);
-    if (answer.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+    if (answer.status >= 400) {
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.setAttribute('error.type', String(answer.status));
+    }
     return answer;
   }));
 };

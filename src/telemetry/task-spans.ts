@@ -11,6 +11,7 @@ import { contextOfTask, ending, traceparentOf, tracer, tracing } from './tracing
 export function taskAttributes(task: Task, agentId: string): Attributes {
   return {
     'messaging.system': 'baton',
+    'messaging.operation.name': 'process',
     'messaging.operation.type': 'process',
     'messaging.destination.name': task.to_agent ?? (task.required_capabilities.join(',') || 'anyone'),
     'messaging.message.id': task.id,
@@ -32,7 +33,7 @@ export async function processSpan<T>(task: Task, agentId: string, work: () => Pr
   const created = Date.parse(task.created_at);
   const claimed = task.claimed_at ? Date.parse(task.claimed_at) : Date.now();
   tracer.startSpan('baton wait', { kind: SpanKind.INTERNAL, startTime: created, attributes: { ...attributes, 'baton.wait_ms': claimed - created } }, parent).end(claimed);
-  return tracer.startActiveSpan('baton process', { kind: SpanKind.CONSUMER, attributes: { ...attributes, 'baton.wait_ms': claimed - created } }, parent, (span) => {
+  return tracer.startActiveSpan(`process ${String(attributes['messaging.destination.name'])}`, { kind: SpanKind.CONSUMER, attributes: { ...attributes, 'baton.wait_ms': claimed - created } }, parent, (span) => {
     span.addEvent('claimed', { 'baton.wait_ms': claimed - created }, claimed);
     return ending(span, work);
   });
@@ -49,7 +50,10 @@ export function markOutcome(outcome: string, failed: boolean): void {
   const span = trace.getSpan(context.active());
   if (!span) return;
   span.setAttribute('baton.outcome', outcome);
-  if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+  if (failed) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+    span.setAttribute('error.type', outcome);
+  }
 }
 
 /** TRACEPARENT for a command executor, from the span it runs in. */

@@ -101,10 +101,21 @@ export async function ending<T>(span: Span, work: () => Promise<T>): Promise<T> 
   } catch (err) {
     span.recordException(err as Error);
     span.setStatus({ code: SpanStatusCode.ERROR });
+    span.setAttribute('error.type', errorType(err));
     throw err;
   } finally {
     span.end();
   }
+}
+
+/**
+ * The class of an error, as OpenTelemetry's `error.type` wants it (low in cardinality): Baton's error
+ * code (BT001…), a system error's code (ECONNREFUSED…), else the error's name.
+ */
+export function errorType(err: unknown): string {
+  if (!(err instanceof Error)) return '_OTHER';
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && code ? code : err.name || '_OTHER';
 }
 
 /** The context a task was handed off in, to start its spans under; a task handed off untraced starts a trace. */
