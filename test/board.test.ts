@@ -104,6 +104,15 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     const malformed = await fetch(`${operator.origin}/api/tasks/%E0%A4%A`, { headers: { cookie: session } });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ message: expect.stringContaining('not valid percent-encoding') });
+    // A short or mistyped task id names no task: not found, said in one line, never zod's issue list.
+    for (const path of ['/api/tasks/1f6c', `/api/tasks/1f6c/artifacts/notes.txt`]) {
+      const short = await fetch(`${operator.origin}${path}`, { headers: { cookie: session } });
+      expect(short.status).toBe(404);
+      expect(await short.json()).toMatchObject({ code: 'BT002', message: expect.stringMatching(/^(no task 1f6c that this board may see|task 1f6c has no artifact "notes.txt")$/), hint: expect.stringContaining('UUID') });
+    }
+    const badQuery = await fetch(`${operator.origin}/api/tasks?size=many`, { headers: { cookie: session } });
+    expect(badQuery.status).toBe(400);
+    expect(await badQuery.json()).toMatchObject({ code: 'BT005', message: expect.not.stringContaining('[') });
   });
 
   it('shows a CLI hand-off appear and move as a daemon runs it, and its history, artifact hash and lineage', async () => {

@@ -10,8 +10,8 @@ import { setScheduleEnabled, removeSchedule } from '../client/admin.js';
 import type { BatonClient } from '../client/agent.js';
 import type { BatonDb } from '../client/connection.js';
 import { fromHex } from '../client/artifacts.js';
-import { unwrap, unwrapOne } from '../client/connection.js';
-import { ValidationError } from '../errors.js';
+import { parseInput, unwrap, unwrapOne } from '../client/connection.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { AgentPresence, DeadLetter, Message, RecurringHandoff, Task, TaskEvent, TaskStatus } from '../schemas.js';
 
 export type BoardIdentity =
@@ -58,6 +58,11 @@ export type TaskQuery = z.input<typeof TaskQuery>;
 /** PostgREST's filter grammar treats these as syntax; a value holding one is quoted. */
 const quoted = (value: string) => `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 
+/** An id that is not one (short, mistyped) names no task: not found, as for any other. */
+function mustBeTaskId(id: string, message: string): void {
+  if (!z.uuid().safeParse(id).success) throw new NotFoundError({ code: 'BT002', message, hint: 'Task ids are UUIDs; copy the whole id from the list.' });
+}
+
 export class BoardData {
   readonly db: BatonDb;
 
@@ -97,7 +102,7 @@ export class BoardData {
    * give (PGRST103), and a planner's estimate can be far below the rows that are there.
    */
   async tasks(query: TaskQuery) {
-    const q = TaskQuery.parse(query);
+    const q = parseInput(TaskQuery, query);
     const matching = (columns: string, count?: 'planned' | 'exact', head = false) => {
       let request = this.db.from('task_handoffs').select(columns, { count, head });
       if (q.status) request = request.eq('status', q.status);
@@ -119,9 +124,9 @@ export class BoardData {
 
   /** A task with its history, thread, artifacts, the chain it belongs to and its retries. */
   async task(id: string) {
-    const task = await unwrapOne(this.db.from('task_handoffs').select('*').eq('id', z.uuid().parse(id)).maybeSingle(), Task, {
-      message: `no task ${id} that this board may see`, hint: 'It may belong to agents this identity cannot see.',
-    });
+    const missing = { message: `no task ${id} that this board may see`, hint: 'It may belong to agents this identity cannot see.' };
+    mustBeTaskId(id, missing.message);
+    const task = await unwrapOne(this.db.from('task_handoffs').select('*').eq('id', id).maybeSingle(), Task, missing);
     const [events, messages, artifacts, chain, retries] = await Promise.all([
       unwrap(this.db.from('task_events').select('*').eq('task_id', id).order('id'), z.array(TaskEvent)),
       unwrap(this.db.from('agent_messages').select('*').eq('task_id', id).order('created_at').limit(500), z.array(Message)),
@@ -135,6 +140,7 @@ export class BoardData {
 
   /** An artifact's bytes, hash-checked where this identity's client can check them. */
   async artifact(taskId: string, name: string): Promise<{ mediaType: string; content: Buffer | null; uri: string | null }> {
+    mustBeTaskId(taskId, `task ${taskId} has no artifact "${name}"`);
     if (this.identity.kind === 'agent') {
       const a = await this.identity.client.artifact(taskId, name);
       return { mediaType: a.media_type, content: a.content, uri: a.uri };
@@ -155,7 +161,7 @@ export class BoardData {
 
   /** The actions a person may try from the board; the database decides whether this identity may. */
   async act(action: BoardAction): Promise<unknown> {
-    const a = BoardAction.parse(action);
+    const a = parseInput(BoardAction, action);
     switch (a.action) {
       case 'retry':
         return this.identity.kind === 'operator' ? this.identity.admin.retry(a.task) : this.identity.client.retry(a.task);

@@ -206,6 +206,7 @@ function statusOf(err: BatonError): number {
   // The database answered with what this version does not read: the board's upstream is at fault.
   if (err instanceof UnreadableAnswerError) return 502;
   if (err.name === 'NotFoundError') return 404;
+  if (err.name === 'ValidationError' && err.code === 'BT005') return 400;
   // BT006 is the database refusing the board's identity this call (the operator where an agent must act,
   // say): a refusal, not a request to sign in to the board again.
   if (err.name === 'ForbiddenError' || err.code === '42501' || err.code === 'BT003' || err.code === 'BT006') return 403;

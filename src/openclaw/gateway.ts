@@ -91,7 +91,10 @@ export function workMessage(task: Task, ctx: Pick<ExecutorContext, 'attempt' | '
 export function openclawExecutor(options: OpenClawGatewayOptions): Handler {
   const gateway = gatewayClient(options, false);
   return async (task: Task, ctx: ExecutorContext) => {
-    const contextId = `baton-${task.id}`;
+    // One conversation per attempt: a gateway that crashed during an attempt resumes that conversation's
+    // interrupted run when it starts again (its restart recovery), and a retry sent into it would wait
+    // behind that run, its own task never ending.
+    const contextId = ctx.attempt > 1 ? `baton-${task.id}-${ctx.attempt}` : `baton-${task.id}`;
     let text = workMessage(task, ctx);
     for (;;) {
       const reply = await replyTo(gateway, contextId, text, ctx, options.url);
