@@ -288,9 +288,16 @@ export class BatonAgent {
       return;
     }
     this.claims.pauseMs = Math.min(Math.max(this.claims.pauseMs * 2, AWAY_PAUSE_MS), AWAY_PAUSE_MAX_MS);
-    this.claims.pausedUntil = Date.now() + this.claims.pauseMs;
+    const until = Date.now() + this.claims.pauseMs;
+    this.claims.pausedUntil = until;
     this.log.warn({ pauseMs: this.claims.pauseMs, why }, 'what does the work cannot be reached: the task is handed back, and the agent claims again after a pause');
-    setTimeout(() => this.bell.ring('work'), this.claims.pauseMs).unref();
+    // The timer ends the pause, not the clock: Node may fire it a few milliseconds before Date.now()
+    // reaches `until` (its loop time is read once per turn), and a claim refused then would wait for
+    // the slow poll.
+    setTimeout(() => {
+      if (this.claims.pausedUntil === until) this.claims.pausedUntil = 0;
+      this.bell.ring('work');
+    }, this.claims.pauseMs).unref();
   }
 
   /** The tasks that hold a slot: those running, less those waiting for an answer. */
