@@ -21,8 +21,8 @@ COPY src ./src
 COPY supabase ./supabase
 COPY migrations ./migrations
 COPY scripts/agentcomms ./scripts/agentcomms
-# The web board's page is bundled at build time (scripts/build-board.mjs, from web/board).
-COPY scripts/build-board.mjs ./scripts/build-board.mjs
+# The web board's page and the CLI are bundled at build time (scripts/build-board.mjs, scripts/build-cli.mjs).
+COPY scripts/build-board.mjs scripts/build-cli.mjs ./scripts/
 COPY web ./web
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 

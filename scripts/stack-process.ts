@@ -9,7 +9,7 @@ import { reclaimOrphans } from '../src/stack/background.js';
 import { freePort } from '../src/stack/ports.js';
 import { readRuntime, readSecrets, stackEnv, superuserOf, type StackEnv } from '../src/stack/state.js';
 
-const cli = fileURLToPath(new URL('../src/cli/index.ts', import.meta.url));
+const cli = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
 export interface StackProcess {
   env: StackEnv;

@@ -3,17 +3,16 @@
  * TypeScript is parsed with one of these.
  */
 import { z } from 'zod';
+import { taskPriorities, taskStatuses } from './statuses.js';
+
+export { finalStatuses, openStatuses } from './statuses.js';
 
 /** Mirrors the SQL enum public.task_status. */
-export const TaskStatus = z.enum([
-  'pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled',
-]);
+export const TaskStatus = z.enum(taskStatuses);
 export type TaskStatus = z.infer<typeof TaskStatus>;
-export const finalStatuses: readonly TaskStatus[] = Object.freeze(['completed', 'failed', 'rejected', 'cancelled']);
-export const openStatuses: readonly TaskStatus[] = Object.freeze(['pending', 'claimed', 'in_progress', 'input_required']);
 
 /** Mirrors the SQL enum public.task_priority, lowest first. */
-export const TaskPriority = z.enum(['low', 'medium', 'high', 'urgent']);
+export const TaskPriority = z.enum(taskPriorities);
 export type TaskPriority = z.infer<typeof TaskPriority>;
 
 /** Mirrors the SQL enum public.message_kind. */

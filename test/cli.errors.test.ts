@@ -1,5 +1,6 @@
 /** What the CLI says when it cannot do what was asked: usage errors, pipes that close, wrong URLs and keys. */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { baton, cliPath } from './cli.js';
 import { newAgent, stack } from './helpers.js';
@@ -14,6 +15,20 @@ describe('CLI errors', () => {
     expect(JSON.parse(missing.stderr).error).toMatchObject({ message: 'name the agent and the title', hint: expect.stringContaining('baton handoff coder') });
     const missingArg = await baton(['reject', '--json']);
     expect(JSON.parse(missingArg.stderr).error.message).toMatch(/missing required argument/);
+  });
+
+  it('refuse a Node older than package.json asks for, saying what to install, before anything runs', async () => {
+    // Node 18 played by this Node: its version is what the CLI reads.
+    const asNode18 = { NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent('Object.defineProperty(process, "versions", { value: { ...process.versions, node: "18.19.0" } })')}` };
+    const old = await baton(['--json', 'tasks'], asNode18);
+    expect(old.code).toBe(2);
+    expect(old.stdout).toBe('');
+    const { engines } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { engines: { node: string } };
+    expect(JSON.parse(old.stderr).error).toMatchObject({
+      code: 'NODE_VERSION',
+      message: `Baton needs Node ${engines.node.replace('>=', '')} or later, and this is Node 18.19.0: install a current Node (nodejs.org, or your system's packages) and run it again`,
+    });
+    expect((await baton(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
   it('leave quietly when the reader closes the pipe early', async () => {

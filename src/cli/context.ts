@@ -3,12 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { createAdminClient, type AdminClient } from '../client/admin.js';
-import { createBatonClient, type BatonClient } from '../client/agent.js';
+import type { AdminClient } from '../client/admin.js';
+import type { BatonClient } from '../client/agent.js';
 import { loadConfig, type BatonConfig } from '../config.js';
 import { toBatonError } from '../errors.js';
-import { readRuntime, readSecrets, stackEnv } from '../stack/state.js';
-import { parseSigningKey } from '../tokens.js';
 import { ExitError, exitCodes, usageError } from './exit.js';
 import type { OutputOptions } from './output.js';
 
@@ -44,9 +42,14 @@ interface Endpoint {
   jwtSecret?: string;
 }
 
-/** The project named by SUPABASE_URL and its keys, or else the local stack running in the stack folder. */
-function endpoint(config: BatonConfig): Endpoint {
+/**
+ * The project named by SUPABASE_URL and its keys, or else the local stack running in the stack folder.
+ * What a command needs beyond its options (the clients, the stack's files) is loaded when it runs, not
+ * when the command tree is built: `baton --version` and `--help` load none of it.
+ */
+async function endpoint(config: BatonConfig): Promise<Endpoint> {
   if (config.url) return config as Endpoint;
+  const { readRuntime, readSecrets, stackEnv } = await import('../stack/state.js');
   const runtime = readRuntime(config.stackDir);
   const secrets = readSecrets(config.stackDir);
   if (runtime && secrets) {
@@ -71,8 +74,8 @@ function endpoint(config: BatonConfig): Endpoint {
  * Where and as whom an agent acts. The API key is only the gateway's ticket: the agent's token decides
  * who acts, so the protocol's shared MC_SERVICE_KEY may stand in for a missing anon key.
  */
-export function agentEndpoint(config: BatonConfig): { url: string; publishableKey?: string; anonKey?: string; token: string } {
-  const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = endpoint(config);
+export async function agentEndpoint(config: BatonConfig): Promise<{ url: string; publishableKey?: string; anonKey?: string; token: string }> {
+  const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = await endpoint(config);
   const apiKey = publishableKey ?? anonKey ?? secretKey ?? serviceRoleKey;
   if (!apiKey) {
     throw usageError('SUPABASE_PUBLISHABLE_KEY is not set', 'Set it to the project\'s publishable key (or SUPABASE_ANON_KEY to its legacy anon key); baton stack env prints the local ones.');
@@ -83,8 +86,9 @@ export function agentEndpoint(config: BatonConfig): { url: string; publishableKe
   return { url, ...(publishableKey ? { publishableKey } : { anonKey: apiKey }), token: config.agentToken };
 }
 
-export function agentClient(config: BatonConfig): BatonClient {
-  const client = createBatonClient(agentEndpoint(config));
+export async function agentClient(config: BatonConfig): Promise<BatonClient> {
+  const { createBatonClient } = await import('../client/agent.js');
+  const client = createBatonClient(await agentEndpoint(config));
   if (config.agentId && config.agentId !== client.agentId) {
     throw usageError(
       `AGENT_ID says "${config.agentId}", but BATON_AGENT_TOKEN is agent "${client.agentId}"'s token`,
@@ -104,8 +108,8 @@ export async function withBeat<T>(client: BatonClient, read: Promise<T>): Promis
 }
 
 /** The API key an agent's settings file carries: the publishable (or anon) key, never a secret one. */
-function agentApiKeyLine(config: BatonConfig): string {
-  const { publishableKey, anonKey } = endpoint(config);
+async function agentApiKeyLine(config: BatonConfig): Promise<string> {
+  const { publishableKey, anonKey } = await endpoint(config);
   if (publishableKey) return `SUPABASE_PUBLISHABLE_KEY=${publishableKey}`;
   if (anonKey) return `SUPABASE_ANON_KEY=${anonKey}`;
   throw usageError('the agent\'s settings need the project\'s publishable key, and none is set',
@@ -116,19 +120,19 @@ function agentApiKeyLine(config: BatonConfig): string {
  * Refuses, before anything is registered, a settings file that exists already (it may hold another
  * agent's token) or that could not carry an API key an agent may hold.
  */
-export function assertNewEnvFile(config: BatonConfig, file: string): void {
+export async function assertNewEnvFile(config: BatonConfig, file: string): Promise<void> {
   if (fs.existsSync(file)) {
     throw usageError(`${path.resolve(file)} exists already; it is left as it is`, 'Name a new file, or remove the old one first if its token is no longer wanted.');
   }
-  agentApiKeyLine(config);
+  await agentApiKeyLine(config);
 }
 
 /**
  * Writes what an agent needs to act (the project's URL and API key, its id and token) as a KEY=VALUE
  * file that only its owner may read; a daemon reads it as .env or through BATON_ENV_FILE.
  */
-export function writeAgentEnvFile(config: BatonConfig, file: string, agentId: string, token: string): void {
-  const lines = [`SUPABASE_URL=${endpoint(config).url}`, agentApiKeyLine(config), `BATON_AGENT_ID=${agentId}`, `BATON_AGENT_TOKEN=${token}`];
+export async function writeAgentEnvFile(config: BatonConfig, file: string, agentId: string, token: string): Promise<void> {
+  const lines = [`SUPABASE_URL=${(await endpoint(config)).url}`, await agentApiKeyLine(config), `BATON_AGENT_ID=${agentId}`, `BATON_AGENT_TOKEN=${token}`];
   writeSecretFile(file, `${lines.join('\n')}\n`);
 }
 
@@ -147,7 +151,7 @@ export function writeSecretFile(file: string, text: string): void {
  * verifies): a read of the API's root, which writes nothing and is no heartbeat.
  */
 export async function checkApi(config: BatonConfig): Promise<{ url: string; asAgent: boolean }> {
-  const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = endpoint(config);
+  const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = await endpoint(config);
   const apiKey = publishableKey ?? anonKey ?? secretKey ?? serviceRoleKey;
   if (!apiKey) throw usageError('no API key is set', 'Set SUPABASE_PUBLISHABLE_KEY (baton stack env prints the local one).');
   const headers: Record<string, string> = { apikey: apiKey, ...(config.agentToken ? { authorization: `Bearer ${config.agentToken}` } : {}) };
@@ -175,12 +179,13 @@ export async function checkApi(config: BatonConfig): Promise<{ url: string; asAg
   return { url, asAgent: Boolean(config.agentToken) };
 }
 
-export function adminClient(config: BatonConfig): AdminClient {
-  const { url, secretKey, serviceRoleKey, signingKey, jwtSecret } = endpoint(config);
+export async function adminClient(config: BatonConfig): Promise<AdminClient> {
+  const { url, secretKey, serviceRoleKey, signingKey, jwtSecret } = await endpoint(config);
   const apiKey = secretKey ?? serviceRoleKey;
   if (!apiKey) {
     throw usageError('SUPABASE_SECRET_KEY is not set', 'Operator commands need the project\'s secret key (or SUPABASE_SERVICE_ROLE_KEY, its legacy service-role key); baton stack env prints the local ones.');
   }
+  const [{ createAdminClient }, { parseSigningKey }] = await Promise.all([import('../client/admin.js'), import('../tokens.js')]);
   let key;
   try {
     key = signingKey ? parseSigningKey(signingKey, 'BATON_SIGNING_KEY') : undefined;

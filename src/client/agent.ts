@@ -264,7 +264,7 @@ export class BatonClient {
     }
     const bytes = toBytes(content);
     const type = mediaType ?? guessMediaType(name, content);
-    checkAgainstExpected(task ?? await this.getTask(id), name, bytes, type);
+    await checkAgainstExpected(task ?? await this.getTask(id), name, bytes, type);
     return unwrap(this.db.rpc('attach_artifact', {
       p_task_id: id, p_name: name, p_media_type: type, p_content: toHex(bytes),
     }).select(artifactColumns).single(), Artifact);

@@ -1,6 +1,5 @@
 /** Artifact content: bytes in, bytes out, hash-checked; JSON checked against the task's expected schema. */
 import crypto from 'node:crypto';
-import { Ajv } from 'ajv';
 import { IntegrityError, OutputSchemaError } from '../errors.js';
 import type { Artifact, Task } from '../schemas.js';
 
@@ -61,13 +60,12 @@ export function resolveArtifact(row: Artifact & { content?: string | null }): Re
   return resolved;
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false });
 
 /**
  * Refuses a JSON artifact that does not satisfy the json_schema the task declares for its name, with
  * each problem's path and message.
  */
-export function checkAgainstExpected(task: Task, name: string, bytes: Buffer, mediaType: string): void {
+export async function checkAgainstExpected(task: Task, name: string, bytes: Buffer, mediaType: string): Promise<void> {
   const expected = task.expected_outputs.find((o) => o.name === name);
   if (!expected?.json_schema) return;
   let value: unknown;
@@ -77,7 +75,8 @@ export function checkAgainstExpected(task: Task, name: string, bytes: Buffer, me
     throw schemaError(task, name, [{ path: '', message: `not valid JSON: ${(err as Error).message}` }]);
   }
   if (!isJson(mediaType)) throw schemaError(task, name, [{ path: '', message: `media type ${mediaType} is not JSON` }]);
-  const validate = ajv.compile(expected.json_schema);
+  // The schema checker is loaded with the first artifact that has a schema to meet (a CLI call seldom does).
+  const validate = (await import('./json-schema.js')).compileSchema(expected.json_schema);
   if (!validate(value)) {
     throw schemaError(task, name, (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'is invalid' })));
   }

@@ -7,8 +7,10 @@
  * which the database records on the tasks it hands off.
  */
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
-import { ConfigError } from '../config.js';
+import { otlpProtocol, tracingWanted } from './settings.js';
 import { context, createContextKey, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type SpanContext, TraceFlags } from '@opentelemetry/api';
+
+export { otlpProtocol, tracingWanted };
 
 export const tracer = trace.getTracer('baton');
 
@@ -16,24 +18,6 @@ let enabled = false;
 
 /** Whether this process records spans (startTracing set it up). */
 export const tracing = () => enabled;
-
-/** Whether the standard settings ask for traces. */
-export function tracingWanted(env: NodeJS.ProcessEnv = process.env): boolean {
-  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
-}
-
-/**
- * The OTLP encoding the settings ask for (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
- * OTEL_EXPORTER_OTLP_PROTOCOL): http/protobuf unless they say otherwise, as the OpenTelemetry
- * specification has it, or http/json. gRPC is not sent: a setting that asks for it is refused with
- * what to set instead.
- */
-export function otlpProtocol(env: NodeJS.ProcessEnv = process.env): 'http/protobuf' | 'http/json' {
-  const asked = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
-  if (asked === 'http/protobuf' || asked === 'http/json') return asked;
-  throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL is "${asked}", which Baton does not send: set http/protobuf (the default) or http/json, and point the endpoint at the collector's OTLP/HTTP port (4318)`);
-}
 
 /**
  * Sets up tracing for this process when the settings ask for it, named `serviceName` unless

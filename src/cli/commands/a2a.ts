@@ -1,6 +1,5 @@
 /** `baton a2a`: Baton's agents served over the Agent2Agent protocol. */
 import type { Command } from 'commander';
-import { createLogger } from '../../logger.js';
 import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
 import { integer } from '../inputs.js';
@@ -26,14 +25,14 @@ Example:
       const { startA2AServer } = await import('../../a2a/server.js');
       let directory;
       try {
-        directory = adminClient(config).db;
+        directory = (await adminClient(config)).db;
       } catch {
         if (!config.agentToken) throw usageError('the A2A server reads the agents it publishes cards for, and has no key to read them with', 'Set SUPABASE_SECRET_KEY, or BATON_AGENT_TOKEN to any agent\'s token.');
-        directory = agentClient(config).db;
+        directory = (await agentClient(config)).db;
       }
-      const { url, publishableKey, anonKey } = agentEndpoint({ ...config, agentToken: config.agentToken ?? 'unused' });
+      const { url, publishableKey, anonKey } = await agentEndpoint({ ...config, agentToken: config.agentToken ?? 'unused' });
       const server = await startA2AServer({
-        url, publishableKey, anonKey, directory, defaultAgent: opts.agent, host: opts.host, port: opts.port, publicUrl: opts.publicUrl, log: createLogger(),
+        url, publishableKey, anonKey, directory, defaultAgent: opts.agent, host: opts.host, port: opts.port, publicUrl: opts.publicUrl, log: (await import('../../logger.js')).createLogger(),
       });
       process.stdout.write(`Baton over A2A at ${server.url}\n  cards: ${server.url}/agents/<id>/.well-known/agent-card.json${opts.agent ? `, ${server.url}/.well-known/agent-card.json (${opts.agent})` : ''}\nCtrl-C stops it.\n`);
       await new Promise<void>((resolve) => {

@@ -36,8 +36,8 @@ export function registerAgent(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton agent create cheenu --capabilities research,web --display-name "Cheenu"\n  $ export BATON_AGENT_TOKEN=$(baton agent create coder --json | jq -r .token)\n  $ baton agent create coder -c code --write-env ../coder/.env')
     .action(async (id: string, opts: { capabilities?: string[]; displayName?: string; maxConcurrent?: number; every?: number; expiresIn?: Date; writeEnv?: string }, command: Command) => {
       const config = configOf(command);
-      if (opts.writeEnv) assertNewEnvFile(config, opts.writeEnv);
-      const { agent: created, token } = await adminClient(config).createAgent({
+      if (opts.writeEnv) await assertNewEnvFile(config, opts.writeEnv);
+      const { agent: created, token } = await (await adminClient(config)).createAgent({
         id,
         capabilities: opts.capabilities,
         displayName: opts.displayName,
@@ -45,7 +45,7 @@ export function registerAgent(program: Command): void {
         pollIntervalSeconds: opts.every,
         tokenExpiresAt: opts.expiresIn,
       });
-      if (opts.writeEnv) writeAgentEnvFile(config, opts.writeEnv, created.id, token);
+      if (opts.writeEnv) await writeAgentEnvFile(config, opts.writeEnv, created.id, token);
       emit(config, { id: created.id, token, agent: created, ...(opts.writeEnv ? { envFile: opts.writeEnv } : {}) }, () =>
         opts.writeEnv
           ? `Agent ${created.id} registered; its settings and token are in ${opts.writeEnv} (run it with BATON_ENV_FILE=${opts.writeEnv}, or as .env in its folder).`
@@ -60,9 +60,9 @@ export function registerAgent(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton agent token cheenu --expires-in 30d')
     .action(async (id: string, opts: { expiresIn?: Date; writeEnv?: string }, command: Command) => {
       const config = configOf(command);
-      if (opts.writeEnv) assertNewEnvFile(config, opts.writeEnv);
-      const token = await adminClient(config).issueToken(id, opts.expiresIn);
-      if (opts.writeEnv) writeAgentEnvFile(config, opts.writeEnv, id, token);
+      if (opts.writeEnv) await assertNewEnvFile(config, opts.writeEnv);
+      const token = await (await adminClient(config)).issueToken(id, opts.expiresIn);
+      if (opts.writeEnv) await writeAgentEnvFile(config, opts.writeEnv, id, token);
       emit(config, { id, token, ...(opts.writeEnv ? { envFile: opts.writeEnv } : {}) }, () =>
         opts.writeEnv ? `A new token for ${id} is in ${opts.writeEnv}.` : token);
     });
@@ -72,7 +72,7 @@ export function registerAgent(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton agent revoke cheenu')
     .action(async (id: string, _opts, command: Command) => {
       const config = configOf(command);
-      const revoked = await adminClient(config).revokeAgent(id);
+      const revoked = await (await adminClient(config)).revokeAgent(id);
       emit(config, { id, revoked }, () => `Revoked ${revoked} token(s) of ${id}; they stop working now.`);
     });
 
@@ -81,7 +81,7 @@ export function registerAgent(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton agent list --json')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const agents = await adminClient(config).listAgents();
+      const agents = await (await adminClient(config)).listAgents();
       emit(config, agents, (rows) => table(rows, [
         ['ID', (a) => a.id],
         ['NAME', (a) => a.display_name],
@@ -96,7 +96,7 @@ export function registerAgent(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton agent show cheenu')
     .action(async (id: string, _opts, command: Command) => {
       const config = configOf(command);
-      const found = await adminClient(config).getAgent(id);
+      const found = await (await adminClient(config)).getAgent(id);
       emit(config, found, agentDetail);
     });
 }

@@ -11,7 +11,7 @@ export function registerArtifacts(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton artifacts 3f2a1b --json')
     .action(async (prefix: string, _opts, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       emit(config, await client.artifacts(await client.resolveTaskId(prefix)), artifactTable);
     });
 
@@ -22,7 +22,7 @@ export function registerArtifacts(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton artifact get 3f2a1b competitors.json -o competitors.json')
     .action(async (prefix: string, name: string, opts: { output?: string }, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const found = await client.artifact(await client.resolveTaskId(prefix), name);
       if (opts.output && found.content) {
         fs.writeFileSync(opts.output, found.content);
@@ -42,7 +42,7 @@ export function registerArtifacts(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton chain 3f2a1b')
     .action(async (prefix: string, _opts, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       emit(config, await client.chain(await client.resolveTaskId(prefix)), lineageTree);
     });
 }

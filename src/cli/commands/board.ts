@@ -1,7 +1,6 @@
 /** `baton board`: the web board, served on this machine for the people who run the agents. */
 import { spawn } from 'node:child_process';
 import { Option, type Command } from 'commander';
-import { createLogger } from '../../logger.js';
 import { adminClient, agentClient, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
 import { integer } from '../inputs.js';
@@ -26,8 +25,8 @@ Example:
       const config = configOf(command);
       const as = opts.as ?? (config.agentToken ? 'agent' : 'operator');
       const [{ BoardData }, { startBoard }] = await Promise.all([import('../../board/data.js'), import('../../board/server.js')]);
-      const data = new BoardData(as === 'agent' ? { kind: 'agent', client: agentClient(config) } : { kind: 'operator', admin: adminClient(config) });
-      const log = createLogger();
+      const data = new BoardData(as === 'agent' ? { kind: 'agent', client: await agentClient(config) } : { kind: 'operator', admin: await adminClient(config) });
+      const log = (await import('../../logger.js')).createLogger();
       const board = await startBoard({ data, host: opts.host, port: opts.port, log });
       const who = data.who.kind === 'agent' ? `agent ${data.who.id}` : 'the operator';
       process.stdout.write(`Baton board, as ${who}: ${board.url}\nCtrl-C stops it.\n`);

@@ -1,7 +1,7 @@
 /** Running an agent: agent run (the daemon), agent tick (one round), sweep. */
 import type { Command } from 'commander';
 import type { AgentOptions, BatonAgent } from '../../agent/daemon.js';
-import { createLogger } from '../../logger.js';
+import type { Logger } from '../../logger.js';
 import type { BatonConfig } from '../../config.js';
 import { adminClient, agentClient, agentEndpoint, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
@@ -21,12 +21,13 @@ interface DaemonFlags {
 }
 
 /** The daemon and its schedules load only when an agent runs, not for every command. */
-async function daemonOf(config: BatonConfig, flags: DaemonFlags, log = createLogger()): Promise<BatonAgent> {
-  const [{ createAgent }, { loadAgentFile }] = await Promise.all([import('../../agent/daemon.js'), import('../../agent/options.js')]);
+async function daemonOf(config: BatonConfig, flags: DaemonFlags, logger?: Logger): Promise<BatonAgent> {
+  const [{ createAgent }, { loadAgentFile }, { createLogger }] = await Promise.all([import('../../agent/daemon.js'), import('../../agent/options.js'), import('../../logger.js')]);
+  const log = logger ?? createLogger();
   const { every: fileEvery, ...file } = flags.config ? await loadAgentFile(flags.config, log) : {};
   const options: AgentOptions = {
     ...file,
-    ...agentEndpoint(config),
+    ...(await agentEndpoint(config)),
     capabilities: flags.capabilities ?? file.capabilities,
     maxConcurrent: flags.maxConcurrent ?? file.maxConcurrent,
     poll: flags.poll ?? file.poll,
@@ -58,7 +59,7 @@ export function registerDaemon(agent: Command, program: Command): void {
 Example:
   $ BATON_AGENT_TOKEN=… baton agent run --config baton.agent.json`)
     .action(async (flags: DaemonFlags, command: Command) => {
-      const log = createLogger();
+      const log = (await import('../../logger.js')).createLogger();
       const daemon = await daemonOf(configOf(command), flags, log);
       // Listening before start: a signal during the first round still stops the daemon cleanly.
       const shutdown = () => void daemon.stop();
@@ -96,7 +97,7 @@ Example (system cron, every minute):
   * * * * * baton sweep --json >> /var/log/baton-sweep.log`)
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const report = config.agentToken ? await agentClient(config).sweep() : await adminClient(config).sweep();
+      const report = config.agentToken ? await (await agentClient(config)).sweep() : await (await adminClient(config)).sweep();
       emit(config, report, ({ scheduled, ...counts }) => fields([
         ...Object.entries(counts).map(([k, v]): [string, number] => [k.replaceAll('_', ' '), v]),
         ['run by pg_cron', scheduled ? 'yes (baton-sweep)' : 'no'],

@@ -1,6 +1,5 @@
 /** Signing keys for agent tokens: make one to import into a Supabase project, or show its public half. */
 import type { Command } from 'commander';
-import { generateSigningKey, parseSigningKey, publicJwk } from '../../tokens.js';
 import { configOf } from '../context.js';
 import { usageError } from '../exit.js';
 import { emit } from '../output.js';
@@ -19,7 +18,7 @@ Example:
   $ baton keys generate > signing-key.json && chmod 600 signing-key.json
   $ export BATON_SIGNING_KEY=signing-key.json`)
     .action(async (_opts, command: Command) => {
-      const key = await generateSigningKey();
+      const key = await (await import('../../tokens.js')).generateSigningKey();
       // One line of JSON either way: it is what the Dashboard's import and BATON_SIGNING_KEY take.
       emit({ ...configOf(command), json: false }, JSON.stringify(key), (text) => text);
     });
@@ -30,9 +29,10 @@ Example:
 Example:
   $ BATON_SIGNING_KEY=signing-key.json baton keys public
   $ curl -s https://<ref>.supabase.co/auth/v1/.well-known/jwks.json`)
-    .action((_opts, command: Command) => {
+    .action(async (_opts, command: Command) => {
       const config = configOf(command);
       if (!config.signingKey) throw usageError('BATON_SIGNING_KEY is not set', 'Set it to the private JWK (or the file holding it) from `baton keys generate`.');
+      const { parseSigningKey, publicJwk } = await import('../../tokens.js');
       let key;
       try {
         key = parseSigningKey(config.signingKey, 'BATON_SIGNING_KEY');

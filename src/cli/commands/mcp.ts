@@ -1,7 +1,6 @@
 /** `baton mcp`: the agent's actions as a Model Context Protocol server over stdio. */
 import type { Command } from 'commander';
 import { processSettings } from '../../config.js';
-import { createLogger } from '../../logger.js';
 import { agentClient, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
 import { integer } from '../inputs.js';
@@ -25,11 +24,11 @@ In an MCP host's configuration:
       "env": { "BATON_ENV_FILE": "/home/me/agents/coder.env" } } } }`)
     .action(async (opts: { push: boolean; poll?: number; paths: boolean }, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       // The MCP SDK and the server load only when the command runs: `baton --help` and the other commands skip them.
       const [{ StdioServerTransport }, { createBatonMcp }] = await Promise.all([
         import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../mcp/server.js')]);
-      const log = createLogger({ level: processSettings.logLevel('warn'), pretty: false });
+      const log = (await import('../../logger.js')).createLogger({ level: processSettings.logLevel('warn'), pretty: false });
       const mcp = createBatonMcp(client, { version, log, push: opts.push, pollSeconds: opts.poll, allowPaths: opts.paths });
       const transport = new StdioServerTransport();
       await mcp.server.connect(transport);

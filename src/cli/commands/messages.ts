@@ -22,7 +22,7 @@ Example:
       if (!text || (opts.all && second !== undefined)) {
         throw usageError('give a recipient and a text, or --all and a text', 'e.g. baton message coder "hello", or baton message --all "hello"');
       }
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const message = await client.send({
         to,
         body: { text },
@@ -43,7 +43,7 @@ Example:
   $ baton inbox --task 3f2a1b --json`)
     .action(async (opts: { unread?: boolean; task?: string; limit: number }, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const taskId = opts.task ? await client.resolveTaskId(opts.task) : undefined;
       const messages = await withBeat(client, client.messages({ unread: opts.unread, taskId, limit: opts.limit }));
       const unread = messages.filter((m) => m.to_agent === client.agentId && !m.read_at).map((m) => m.id);

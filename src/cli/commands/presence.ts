@@ -24,7 +24,7 @@ Example:
   $ baton discover --all --json`)
     .action(async (opts: { capability?: string[]; all?: boolean }, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const agents = await withBeat(client, client.discover({ capabilities: opts.capability, includeOffline: opts.all }));
       emit(config, agents, presenceTable);
     });
@@ -66,7 +66,7 @@ Example:
   $ baton status --restarted`)
     .action(async (message: string | undefined, opts: { every?: number; stopped?: boolean; restarted?: boolean }, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const began = opts.restarted ? await client.beginIncarnation() : undefined;
       const me = await client.heartbeat(message, { active: !opts.stopped, everySeconds: opts.every });
       const rhythm = rhythmOf(me);
@@ -84,7 +84,7 @@ Example:
   $ baton renew 3f2a1b`)
     .action(async (prefixes: string[], _opts, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const ids = await Promise.all(prefixes.map((p) => client.resolveTaskId(p)));
       const checks = await client.renew(ids);
       emit(config, checks, (rows) => table(rows, [

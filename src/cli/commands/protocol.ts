@@ -5,18 +5,17 @@
  */
 import type { Command } from 'commander';
 import type { BatonClient } from '../../client/agent.js';
-import { openStatuses, TaskPriority, type TaskResult } from '../../schemas.js';
+import type { TaskResult } from '../../schemas.js';
+import { openStatuses, taskPriorities, type TaskPriority } from '../../statuses.js';
 import { agentClient, configOf, withBeat } from '../context.js';
 import { usageError } from '../exit.js';
 import { emit } from '../output.js';
 
-const priorities = TaskPriority.options;
-
 function priorityOf(value: string | undefined): TaskPriority | undefined {
   if (value === undefined || value === '') return undefined;
-  const parsed = TaskPriority.safeParse(value.toLowerCase());
-  if (!parsed.success) throw usageError(`"${value}" is not a priority`, `Give one of ${priorities.join(', ')} (default medium).`);
-  return parsed.data;
+  const priority = taskPriorities.find((p) => p === value.toLowerCase());
+  if (!priority) throw usageError(`"${value}" is not a priority`, `Give one of ${taskPriorities.join(', ')} (default medium).`);
+  return priority;
 }
 
 /**
@@ -43,9 +42,9 @@ const activeFilters: Record<string, boolean> = { active: false, online: false, t
 
 type Act = (client: BatonClient) => Promise<string>;
 
-function run(command: Command, act: Act): Promise<void> {
+async function run(command: Command, act: Act): Promise<void> {
   const config = configOf(command);
-  return act(agentClient(config)).then((line) => emit({ json: false }, line, (l) => l));
+  emit({ json: false }, await act(await agentClient(config)), (l) => l);
 }
 
 export function registerProtocol(program: Command): void {

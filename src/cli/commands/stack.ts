@@ -1,9 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { createLogger } from '../../logger.js';
-import { stackHealth, startInBackground, stopInBackground } from '../../stack/background.js';
 import { stackPaths } from '../../stack/paths.js';
-import { readRuntime, readSecrets, stackEnv } from '../../stack/state.js';
 import { cliEntry, configOf, writeSecretFile } from '../context.js';
 import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
 import { emit } from '../output.js';
@@ -17,7 +14,7 @@ export function registerStack(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton stack start --api-port 54321 --db-port 54322\n  $ eval "$(baton stack env)"')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const { alreadyRunning, runtime } = await startInBackground({
+      const { alreadyRunning, runtime } = await (await import('../../stack/background.js')).startInBackground({
         dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, cliEntry,
       });
       emit(config, { running: true, alreadyRunning, ...runtime, dir: config.stackDir }, () =>
@@ -32,7 +29,7 @@ export function registerStack(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton stack stop')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const stopped = await stopInBackground(config.stackDir);
+      const stopped = await (await import('../../stack/background.js')).stopInBackground(config.stackDir);
       emit(config, { stopped, dir: config.stackDir }, () =>
         stopped ? 'Stack stopped; its data is kept.' : `No stack is running in ${config.stackDir}.`);
     });
@@ -58,7 +55,7 @@ Example:
   $ baton stack status --json`)
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const { running, api, database, runtime } = await stackHealth(config.stackDir);
+      const { running, api, database, runtime } = await (await import('../../stack/background.js')).stackHealth(config.stackDir);
       const healthy = running && api && database;
       const status = !running ? 'stopped' : healthy ? 'running' : 'degraded';
       const word = (up: boolean) => (up ? 'answering' : 'not answering');
@@ -90,9 +87,10 @@ Example:
   $ baton stack env --write-env .env
   $ eval "$(baton stack env | sed 's/^/export /')"
   $ baton stack env --dir /data --url http://stack:54321`)
-    .action((opts: { writeEnv?: string }, command: Command) => {
+    .action(async (opts: { writeEnv?: string }, command: Command) => {
       const config = configOf(command);
       const seenFrom = command.optsWithGlobals<{ url?: string }>().url;
+      const { readRuntime, readSecrets, stackEnv } = await import('../../stack/state.js');
       const runtime = readRuntime(config.stackDir);
       const secrets = readSecrets(config.stackDir);
       if (!secrets || (!runtime && !seenFrom)) {
@@ -119,7 +117,7 @@ Example:
       const config = configOf(command);
       // Postgres, PostgREST and the gateway load only for the command that runs them.
       const { startStack } = await import('../../stack/index.js');
-      const log = createLogger();
+      const log = (await import('../../logger.js')).createLogger();
       const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
       await new Promise<void>((resolve) => {
         const shutdown = (signal: string) => {

@@ -1,7 +1,8 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
 import fs from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { openStatuses, type BatchHandoff, type ExpectedOutput, type HandoffInput, type JsonObject, type TaskStatus } from '../../schemas.js';
+import type { BatchHandoff, ExpectedOutput, HandoffInput, JsonObject } from '../../schemas.js';
+import { openStatuses, type TaskStatus } from '../../statuses.js';
 import { agentClient, configOf, withBeat } from '../context.js';
 import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
 import { ExitError, exitCodes, usageError } from '../exit.js';
@@ -58,7 +59,7 @@ function collectSchema(value: string, previous: Array<{ name: string; schema: Js
 
 async function send(command: Command, to: string | null, title: string, opts: TaskOptions): Promise<void> {
   const config = configOf(command);
-  const client = agentClient(config);
+  const client = await agentClient(config);
   const expected = [...(opts.expect ?? []), ...(opts.expectOptional ?? [])];
   for (const { name, schema } of opts.outputSchema ?? []) {
     const output = expected.find((o) => o.name === name);
@@ -93,7 +94,7 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
 /** Hands off every line of a JSON Lines file, 1000 to a request; refused lines are listed, exit 1. */
 async function sendMany(command: Command, file: string): Promise<void> {
   const config = configOf(command);
-  const client = agentClient(config);
+  const client = await agentClient(config);
   const text = (() => {
     try {
       return fs.readFileSync(file === '-' ? 0 : file, 'utf8');
@@ -168,7 +169,7 @@ Example:
       const config = configOf(command);
       const box = opts.all ? 'all' : opts.sent || (opts.failed && !opts.mine) ? 'sent' : opts.pending ? 'pending' : 'mine';
       const status = opts.failed ? ['failed' as const] : opts.status ?? (box === 'mine' ? [...openStatuses] : undefined);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const tasks = await withBeat(client, client.listTasks({ box, status, limit: opts.limit }));
       emit(config, tasks, taskTable);
     });
@@ -180,7 +181,7 @@ Example:
   $ baton show 3f2a1b`)
     .action(async (prefix: string, _opts, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const id = await client.resolveTaskId(prefix);
       const [task, events, messages] = await withBeat(client, Promise.all([client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 })]));
       emit(config, { task, events, messages: messages.reverse() }, taskDetail);

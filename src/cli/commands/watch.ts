@@ -1,10 +1,10 @@
 /** `baton watch`: the board, live by push; or one JSON line per event, to follow a task from a script. */
 import type { Command } from 'commander';
-import { agentTopics, PushListener, type PushedTask } from '../../agent/push.js';
+import type { PushedTask, PushListener } from '../../agent/push.js';
 import type { BatonClient } from '../../client/agent.js';
-import { silentLogger } from '../../logger.js';
 import { rerunning } from '../../rerun.js';
-import { finalStatuses, openStatuses, type Task, type TaskStatus } from '../../schemas.js';
+import type { Task } from '../../schemas.js';
+import { finalStatuses, openStatuses, type TaskStatus } from '../../statuses.js';
 import { drawBoard, type BoardEvent, type BoardState } from '../board.js';
 import { agentClient, configOf } from '../context.js';
 import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
@@ -13,6 +13,7 @@ const isFinal = (status: string) => finalStatuses.includes(status as TaskStatus)
 
 /** Listens on the agent's topics; `onEvent` gets every task a message names. */
 async function listen(client: BatonClient, onEvent: (event: BoardEvent) => void): Promise<PushListener> {
+  const [{ agentTopics, PushListener }, { silentLogger }] = await Promise.all([import('../../agent/push.js'), import('../../logger.js')]);
   const me = await client.agent(client.agentId);
   const topics = agentTopics(me);
   const emitAll = (event: 'work' | 'task') => (tasks: PushedTask[]) => {
@@ -129,7 +130,7 @@ Example:
   $ baton watch --task 3f2a1b && echo done`)
     .action(async (opts: { task?: string }, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       const taskId = opts.task ? await client.resolveTaskId(opts.task) : undefined;
       try {
         if (taskId || config.json || !process.stdout.isTTY) await stream(client, taskId);

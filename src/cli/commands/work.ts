@@ -14,7 +14,7 @@ type Act = (client: BatonClient, id: string, task: () => Promise<Task>) => Promi
 function onTask(verb: string, act: Act) {
   return async (prefix: string, command: Command) => {
     const config = configOf(command);
-    const client = agentClient(config);
+    const client = await agentClient(config);
     const id = await client.resolveTaskId(prefix);
     const task = await act(client, id, () => client.getTask(id));
     emit(config, task, (t) => taskLine(verb, t));
@@ -49,7 +49,7 @@ Example:
   $ baton claim --next --capability review --limit 3`)
     .action(async (prefix: string | undefined, opts: { next?: boolean; capability?: string[]; limit: number; start: boolean; lease?: number; failIfEmpty?: boolean }, command: Command) => {
       const config = configOf(command);
-      const client = agentClient(config);
+      const client = await agentClient(config);
       if (Boolean(prefix) === Boolean(opts.next)) {
         throw new ExitError('name a task to claim, or pass --next (not both)', exitCodes.usage, 'e.g. baton claim 3f2a1b, or baton claim --next');
       }

@@ -1,8 +1,6 @@
 /** Dead letters and schedules: retry, dead-letters, schedule add|list|remove. */
 import { Option, type Command } from 'commander';
 import type { DeadLetter, JsonObject, RecurringHandoff } from '../../schemas.js';
-import { readQueue } from '../../client/admin.js';
-import { broughtBackWith } from '../../client/agent.js';
 import { adminClient, agentClient, configOf } from '../context.js';
 import { usageError } from '../exit.js';
 import { integer, json, list, wholeNumber } from '../inputs.js';
@@ -56,7 +54,7 @@ function registerQueue(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ baton queue --json')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      const rows = await readQueue(config.agentToken ? agentClient(config).db : adminClient(config).db);
+      const rows = await (await import('../../client/admin.js')).readQueue(config.agentToken ? (await agentClient(config)).db : (await adminClient(config)).db);
       emit(config, rows, (r) => table(r, [
         ['STATUS', (q) => q.status],
         ['CAPABILITY', (q) => q.capability],
@@ -82,16 +80,16 @@ Example:
       const config = configOf(command);
       let task, db;
       if (config.agentToken) {
-        const client = agentClient(config);
+        const client = await agentClient(config);
         task = await client.retry(await client.resolveTaskId(ref));
         db = client.db;
       } else {
         if (!uuid.test(ref)) throw usageError(`as the operator, name the task by its full id, not "${ref}"`, 'baton dead-letters --json lists them with their ids.');
-        const admin = adminClient(config);
+        const admin = await adminClient(config);
         task = await admin.retry(ref);
         db = admin.db;
       }
-      const back = await broughtBackWith(db, task);
+      const back = await (await import('../../client/agent.js')).broughtBackWith(db, task);
       emit(config, { ...task, brought_back: back }, () => [
         `${taskLine('Retried as', task)} (retry of ${shortId(ref)})`,
         ...(back.length ? [`Brought back ${back.length} task(s) cancelled because it failed; they wait on it again:`] : []),
@@ -109,7 +107,7 @@ Example:
   $ baton dead-letters --by reason`)
     .action(async (opts: { limit: number; by?: 'reason' | 'sender' | 'holder' }, command: Command) => {
       const config = configOf(command);
-      const rows = await adminClient(config).deadLetters({ limit: opts.limit });
+      const rows = await (await adminClient(config)).deadLetters({ limit: opts.limit });
       const key = { reason: (d: DeadLetter) => d.reason, sender: (d: DeadLetter) => d.from_agent, holder: (d: DeadLetter) => d.last_holder };
       emit(config, rows, (r) => (opts.by ? countBy(r, key[opts.by]) || 'No failed tasks.' : deadLetterTable(r)));
     });
@@ -137,7 +135,7 @@ Example:
     .action(async (name: string, opts: { cron: string; from: string; title: string; to?: string; capability?: string[]; description?: string; payload?: JsonObject; priority?: 'low' | 'medium' | 'high' | 'urgent'; maxAttempts?: number; disabled?: boolean }, command: Command) => {
       const config = configOf(command);
       if (!opts.to && !opts.capability?.length) throw usageError('say whom the tasks go to', 'Add --to <agent>, or --capability <list> to offer them to any capable agent.');
-      const made = await adminClient(config).createSchedule({
+      const made = await (await adminClient(config)).createSchedule({
         name, schedule: opts.cron, from: opts.from, to: opts.to, capabilities: opts.capability, enabled: !opts.disabled,
         template: { title: opts.title, description: opts.description, payload: opts.payload, priority: opts.priority, maxAttempts: opts.maxAttempts },
       });
@@ -149,7 +147,7 @@ Example:
     .addHelpText('after', '\nExample:\n  $ baton schedule list --json')
     .action(async (_opts, command: Command) => {
       const config = configOf(command);
-      emit(config, await adminClient(config).listSchedules(), scheduleTable);
+      emit(config, await (await adminClient(config)).listSchedules(), scheduleTable);
     });
 
   for (const [verb, enabled] of [['pause', false], ['resume', true]] as const) {
@@ -158,7 +156,7 @@ Example:
       .addHelpText('after', `\nExample:\n  $ baton schedule ${verb} nightly-report`)
       .action(async (name: string, _opts, command: Command) => {
         const config = configOf(command);
-        const changed = await adminClient(config).setScheduleEnabled(name, enabled);
+        const changed = await (await adminClient(config)).setScheduleEnabled(name, enabled);
         if (!changed) throw usageError(`no schedule named "${name}"`, 'baton schedule list shows them.');
         emit(config, changed, (s) => `Schedule ${s.name} ${enabled ? `resumed: next at ${s.next_run_at}` : 'paused'}.`);
       });
@@ -169,7 +167,7 @@ Example:
     .addHelpText('after', '\nExample:\n  $ baton schedule remove nightly-report')
     .action(async (name: string, _opts, command: Command) => {
       const config = configOf(command);
-      const removed = await adminClient(config).removeSchedule(name);
+      const removed = await (await adminClient(config)).removeSchedule(name);
       if (!removed) throw usageError(`no schedule named "${name}"`, 'baton schedule list shows them.');
       emit(config, { name, removed }, () => `Schedule ${name} removed; the tasks it made stay.`);
     });
