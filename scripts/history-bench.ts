@@ -1,7 +1,7 @@
 /**
  * Whether Baton stays flat as its history grows: at each size of history, a retention pass (the sweep
- * that deletes up to retention_batch finished tasks), a claim and a hand-off, each timed through the
- * API as an agent calls it. Medians of HISTORY_RUNS calls at each size, and the ratio of the largest
+ * that deletes up to retention_batch finished tasks), a claim, a hand-off and the board's overview (as
+ * the agent's board and as the operator's), each timed through the API as its caller makes it. Medians of HISTORY_RUNS calls at each size, and the ratio of the largest
  * size to the smallest.
  *
  * The history is seeded as real completions leave it: one task is handed off, claimed, asked about and
@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { BoardData } from '../src/board/data.js';
 import { createAdminClient, createBatonClient, parseSigningKey, type BatonClient } from '../src/index.js';
 import { startStackProcess } from './stack-process.js';
 import { median } from './stats.js';
@@ -33,7 +34,7 @@ const stack = await startStackProcess(dir);
 const db = new pg.Pool({ connectionString: stack.env.DATABASE_URL, max: 2 });
 db.on('error', () => undefined);
 
-interface Row { size: number; retention: number; deleted: number; claim: number; handoff: number }
+interface Row { size: number; retention: number; deleted: number; claim: number; handoff: number; agentOverview: number; operatorOverview: number }
 
 try {
   const { env } = stack;
@@ -45,6 +46,8 @@ try {
   };
   const sender = await connect('history-sender');
   const worker = await connect('history-worker');
+  const agentBoard = new BoardData({ kind: 'agent', client: worker });
+  const operatorBoard = new BoardData({ kind: 'operator', admin });
 
   // The template: one task as a real completion leaves it, and a direct message.
   const task = await sender.handoff({ to: 'history-worker', title: 'summarise the report', payload: { report: 'q3', pages: 12 } });
@@ -125,17 +128,25 @@ try {
       claim.push(await timed(async () => { got = await worker.claimNext({ limit: 1, start: true }); }));
       await worker.complete(got[0]!.id, got[0]!.claim_token!, { status: 'success' });
     }
-    rows.push({ size, retention: median(retention), deleted: median(deleted), claim: median(claim), handoff: median(handoff) });
-    say(`  ${size.toLocaleString('en')}: retention ${median(retention).toFixed(0)} ms (${median(deleted)} tasks), claim ${median(claim).toFixed(1)} ms, hand-off ${median(handoff).toFixed(1)} ms`);
+    // The board's overview, as it reads it on every visit: the counts, the last hour, the agents.
+    const agentOverview: number[] = [];
+    const operatorOverview: number[] = [];
+    for (let i = 0; i < RUNS * 4; i++) {
+      agentOverview.push(await timed(() => agentBoard.overview()));
+      operatorOverview.push(await timed(() => operatorBoard.overview()));
+    }
+    rows.push({ size, retention: median(retention), deleted: median(deleted), claim: median(claim), handoff: median(handoff), agentOverview: median(agentOverview), operatorOverview: median(operatorOverview) });
+    say(`  ${size.toLocaleString('en')}: retention ${median(retention).toFixed(0)} ms (${median(deleted)} tasks), claim ${median(claim).toFixed(1)} ms, hand-off ${median(handoff).toFixed(1)} ms, overview ${median(agentOverview).toFixed(1)} ms (agent), ${median(operatorOverview).toFixed(1)} ms (operator)`);
   }
 
   const first = rows[0]!;
   const last = rows.at(-1)!;
-  say(`\nHistory of finished tasks, medians of ${RUNS} retention passes and ${RUNS * 4} claims and hand-offs, through the API as an agent`);
-  say('| finished tasks | retention pass ms (tasks deleted) | claim ms | hand-off ms |');
-  say('| --- | --- | --- | --- |');
-  for (const row of rows) say(`| ${row.size.toLocaleString('en')} | ${row.retention.toFixed(0)} (${row.deleted}) | ${row.claim.toFixed(1)} | ${row.handoff.toFixed(1)} |`);
-  say(`| ${last.size.toLocaleString('en')} ÷ ${first.size.toLocaleString('en')} | ${(last.retention / first.retention).toFixed(2)}× | ${(last.claim / first.claim).toFixed(2)}× | ${(last.handoff / first.handoff).toFixed(2)}× |`);
+  say(`\nHistory of finished tasks, medians of ${RUNS} retention passes and ${RUNS * 4} claims, hand-offs and overviews, through the API`);
+  say('| finished tasks | retention pass ms (tasks deleted) | claim ms | hand-off ms | overview ms, agent | overview ms, operator |');
+  say('| --- | --- | --- | --- | --- | --- |');
+  for (const row of rows) say(`| ${row.size.toLocaleString('en')} | ${row.retention.toFixed(0)} (${row.deleted}) | ${row.claim.toFixed(1)} | ${row.handoff.toFixed(1)} | ${row.agentOverview.toFixed(1)} | ${row.operatorOverview.toFixed(1)} |`);
+  const ratio = (key: keyof Row) => `${(last[key] / first[key]).toFixed(2)}×`;
+  say(`| ${last.size.toLocaleString('en')} ÷ ${first.size.toLocaleString('en')} | ${ratio('retention')} | ${ratio('claim')} | ${ratio('handoff')} | ${ratio('agentOverview')} | ${ratio('operatorOverview')} |`);
 } finally {
   await db.end();
   await stack.stop();

@@ -645,7 +645,7 @@ isOneToOne: false
                   ]
                 },"task_counts": {
                   Row: {
-                    "status": Database["public"]['Enums']["task_status"],"tasks": number | null
+                    "since": string | null,"status": Database["public"]['Enums']["task_status"] | null,"tasks": number | null
                   }
                   ComputedFields: never
                   Relationships: [

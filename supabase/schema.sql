@@ -352,7 +352,7 @@ CREATE INDEX task_handoffs_deadlines_idx ON public.task_handoffs USING btree (de
 
 CREATE INDEX task_handoffs_depends_on_idx ON public.task_handoffs USING gin (depends_on) WHERE (depends_on <> '{}'::uuid[]);
 
-CREATE INDEX task_handoffs_finished_roots_idx ON public.task_handoffs USING btree (completed_at) WHERE ((completed_at IS NOT NULL) AND (id = root_task_id));
+CREATE INDEX task_handoffs_finished_idx ON public.task_handoffs USING btree (completed_at) WHERE (completed_at IS NOT NULL);
 
 CREATE INDEX task_handoffs_from_agent_idx ON public.task_handoffs USING btree (from_agent, priority DESC, created_at);
 
@@ -431,10 +431,19 @@ create view public.stuck_claims with (security_invoker=true) as
   WHERE ((t.status = ANY (ARRAY['claimed'::public.task_status, 'in_progress'::public.task_status, 'input_required'::public.task_status])) AND (t.lease_expires_at < now()));
 
 create view public.task_counts with (security_invoker=true) as
- SELECT status,
-    (count(*))::integer AS tasks
+ SELECT t.status,
+    (count(*))::integer AS tasks,
+    NULL::timestamp with time zone AS since
    FROM public.task_handoffs t
-  GROUP BY status;
+  WHERE (t.status = ANY (ARRAY['pending'::public.task_status, 'claimed'::public.task_status, 'in_progress'::public.task_status, 'input_required'::public.task_status]))
+  GROUP BY t.status
+UNION ALL
+ SELECT f.status,
+    (count(t.id))::integer AS tasks,
+    (now() - '1 day'::interval) AS since
+   FROM (unnest('{completed,failed,rejected,cancelled}'::public.task_status[]) f(status)
+     LEFT JOIN public.task_handoffs t ON (((t.status = f.status) AND (t.completed_at > (now() - '1 day'::interval)))))
+  GROUP BY f.status;
 
 create view public.task_lineage with (security_invoker=true) as
  SELECT id,
@@ -5528,7 +5537,7 @@ comment on view public.dead_letters is 'Failed tasks: why, who held them last, h
 
 comment on view public.stuck_claims is 'Claims whose lease has lapsed: the sweep re-queues them once their holder is also unheard for two of its wake-ups; until then they wait here.';
 
-comment on view public.task_counts is 'How many tasks are in each status (of those the reader may see).';
+comment on view public.task_counts is 'Tasks by status, with the caller''s rights: every open task, and the tasks that finished since `since` (the last day). The board''s overview reads it.';
 
 comment on view public.task_lineage is 'Every task with its place in its chain, producer, inputs, outputs (artifact names, sizes, hashes), status and times. Filter by root_task_id to see one chain.';
 

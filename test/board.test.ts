@@ -267,6 +267,41 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     }
   });
 
+  it('counts every open task and the tasks finished in the last day, however long the history', async () => {
+    const me = await own.newAgent('counter');
+    const friend = await own.newAgent('counted');
+    const done = [];
+    for (const title of ['Done today', 'Done long ago']) {
+      done.push(await me.client.handoff({ to: friend.id, title, allowOffline: true }));
+      const [claimed] = await friend.client.claimNext({ start: true, limit: 1 });
+      await friend.client.complete(claimed!.id, claimed!.claim_token!, { status: 'success' });
+    }
+    const waiting = await me.client.handoff({ to: friend.id, title: 'Still open', allowOffline: true });
+    // One of them finished two days ago, as a long history has them: moved back past the triggers.
+    const db = new pg.Client({ connectionString: own.adminUrl });
+    await db.connect();
+    try {
+      await db.query('set session_replication_role = replica');
+      await db.query(`update task_handoffs set completed_at = now() - interval '2 days' where id = $1`, [done[1]!.id]);
+    } finally {
+      await db.end();
+    }
+    const board = await startBoard({ data: new BoardData({ kind: 'agent', client: me.client }), log: silentLogger });
+    try {
+      const page = await open(board, '#/');
+      await page.locator('.count[data-status="completed"]').waitFor();
+      expect(await page.locator('.count[data-status="pending"]').textContent()).toBe('1');
+      expect(await page.locator('.count[data-status="completed"]').textContent()).toBe('1');
+      await expect.poll(() => page.getByText('Finished in the last 24 hours').count()).toBe(1);
+      const overview = await page.evaluate(() => fetch('/api/overview').then((r) => r.json()));
+      expect(Date.now() - Date.parse(overview.finishedSince)).toBeGreaterThan(23 * 3_600_000);
+      expect(waiting.status).toBe('pending');
+      await page.close();
+    } finally {
+      await board.close();
+    }
+  });
+
   it('answers a question as the sender, and pauses a schedule as the operator', async () => {
     const sender = await own.newAgent('asker');
     const worker = await own.newAgent('helper');

@@ -38,7 +38,7 @@ const ArtifactInfo = z.object({
   name: z.string(), media_type: z.string(), size_bytes: z.number().nullable(), sha256: z.string().nullable(),
   uri: z.string().nullable(), producer: z.string(), created_at: z.string(),
 });
-const Count = z.object({ status: TaskStatus, tasks: z.number() });
+const Count = z.object({ status: TaskStatus, tasks: z.number(), since: z.string().nullable() });
 const Minute = z.object({ minute: z.string(), completed: z.number(), failed: z.number(), withdrawn: z.number() });
 const Held = z.object({ id: z.uuid(), title: z.string(), status: TaskStatus, claimed_by: z.string() });
 
@@ -81,8 +81,10 @@ export class BoardData {
       unwrap(this.db.from('task_throughput').select('*').order('minute'), z.array(Minute)),
       unwrap(this.db.from('agent_presence').select('id,is_online'), z.array(z.object({ id: z.string(), is_online: z.boolean() }))),
     ]);
+    // Open tasks are all counted; finished ones since the time task_counts says (a day ago).
     const byStatus = Object.fromEntries(TaskStatus.options.map((s) => [s, counts.find((c) => c.status === s)?.tasks ?? 0]));
-    return { byStatus, lastHour: minutes, agents: { total: agents.length, online: agents.filter((a) => a.is_online).length } };
+    const finishedSince = counts.find((c) => c.since)?.since ?? null;
+    return { byStatus, finishedSince, lastHour: minutes, agents: { total: agents.length, online: agents.filter((a) => a.is_online).length } };
   }
 
   /** Every agent with what it holds now. */

@@ -136,6 +136,10 @@ export async function writeAgentEnvFile(config: BatonConfig, file: string, agent
   writeSecretFile(file, `${lines.join('\n')}\n`);
 }
 
+/** Settings as KEY=VALUE lines; a value that is not one plain word (the signing key's JSON) single-quoted, for shells and dotenv alike. */
+export const settingsLines = (settings: Record<string, string>): string =>
+  `${Object.entries(settings).map(([k, v]) => `${k}=${/^[\w:/.@+=-]*$/.test(v) ? v : `'${v}'`}`).join('\n')}\n`;
+
 /** Writes settings that hold secrets to a new file only its owner may read (0600); a file already there is left as it is. */
 export function writeSecretFile(file: string, text: string): void {
   if (fs.existsSync(file)) {
@@ -150,7 +154,7 @@ export function writeSecretFile(file: string, text: string): void {
  * Whether the project's API answers, with the agent's token if there is one (which PostgREST then
  * verifies): a read of the API's root, which writes nothing and is no heartbeat.
  */
-export async function checkApi(config: BatonConfig): Promise<{ url: string; asAgent: boolean }> {
+export async function checkApi(config: BatonConfig, onAnswer?: (res: Response) => void): Promise<{ url: string; asAgent: boolean }> {
   const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = await endpoint(config);
   const apiKey = publishableKey ?? anonKey ?? secretKey ?? serviceRoleKey;
   if (!apiKey) throw usageError('no API key is set', 'Set SUPABASE_PUBLISHABLE_KEY (baton stack env prints the local one).');
@@ -161,6 +165,7 @@ export async function checkApi(config: BatonConfig): Promise<{ url: string; asAg
   } catch (err) {
     throw new ExitError(`the API at ${url} does not answer: ${(err as Error).cause ?? (err as Error).message}`, exitCodes.refused, 'Check that the stack or project runs and that SUPABASE_URL points at it.');
   }
+  onAnswer?.(res);
   if (!res.ok) {
     // The database's own refusal (a revoked or expired token, say) says what to do: it is reported as
     // every other command reports it; an answer that is not one is the API's or its gateway's.

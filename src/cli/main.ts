@@ -3,7 +3,8 @@
 import nodeModule from 'node:module';
 import { CommanderError, type Command } from 'commander';
 import { exitCodes, toExitError } from './exit.js';
-import { buildProgram, errorLine, nodeTooOld } from './program.js';
+import { buildProgram, errorLine } from './program.js';
+import { nodeTooOld } from './package.js';
 import { tracingWanted } from '../telemetry/settings.js';
 
 /**

@@ -1,11 +1,12 @@
 /** The `baton` command tree: every command and option, as commander defines them (the reference is checked against it). */
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { packageRoot } from '../stack/paths.js';
+import { version } from './package.js';
 import { registerA2A } from './commands/a2a.js';
 import { registerAgent } from './commands/agent.js';
 import { registerArtifacts } from './commands/artifacts.js';
 import { registerBoard } from './commands/board.js';
+import { registerDoctor } from './commands/doctor.js';
+import { registerInit } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
 import { registerMcp } from './commands/mcp.js';
 import { registerMessages } from './commands/messages.js';
@@ -18,21 +19,6 @@ import { registerWatch } from './commands/watch.js';
 import { registerWork } from './commands/work.js';
 import { registerWorkflows } from './commands/workflows.js';
 import { paint, safeText } from '../text/format.js';
-
-const { version, engines } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string; engines: { node: string } };
-
-/**
- * What to say when this Node is older than the one package.json's engines names (">=20.18.1"), else
- * undefined. npm only warns about it at install; the CLI refuses at once, saying what to install,
- * rather than failing later on a missing API.
- */
-export function nodeTooOld(running = process.versions.node, needed = engines.node): string | undefined {
-  const parts = (v: string) => (/(\d+)\.(\d+)\.(\d+)/.exec(v) ?? []).slice(1).map(Number);
-  const [have, want] = [parts(running), parts(needed)];
-  const older = want.findIndex((n, i) => have[i] !== n);
-  if (older === -1 || have[older]! > want[older]!) return undefined;
-  return `Baton needs Node ${needed.replace(/^>=\s*/, '')} or later, and this is Node ${running}: install a current Node (nodejs.org, or your system's packages) and run it again`;
-}
 
 /** With --json, errors are one JSON document on stderr, usage errors included. */
 const wantsJson = (argv: string[]) => argv.includes('--json');
@@ -75,6 +61,8 @@ Example:
   $ baton claim --next`)
     .exitOverride();
   registerPresence(program);
+  registerInit(program);
+  registerDoctor(program);
   registerTasks(program);
   registerWork(program);
   registerArtifacts(program);

@@ -38,7 +38,9 @@ export type Status = 'pending' | 'claimed' | 'in_progress' | 'input_required' | 
 export const statuses: Status[] = ['pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled'];
 
 export interface Overview {
+  /** Open tasks all told; finished ones since `finishedSince` (a day ago). */
   byStatus: Record<Status, number>;
+  finishedSince: string | null;
   lastHour: Array<{ minute: string; completed: number; failed: number; withdrawn: number }>;
   agents: { total: number; online: number };
 }

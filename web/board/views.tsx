@@ -21,11 +21,10 @@ export function OverviewView() {
         <a class="card" href="#/dead-letters"><span class="big">{failed}</span> failed in the last hour</a>
       </div>
       <Section title="Tasks by status">
-        <ul class="status-counts">
-          {statuses.map((s) => (
-            <li key={s}><a href={`#/tasks?status=${s}`}><Badge status={s} /> <span class="count" data-status={s}>{data.byStatus[s]}</span></a></li>
-          ))}
-        </ul>
+        <p class="legend">Open, all of them</p>
+        <StatusCounts data={data} of={statuses.slice(0, 4)} />
+        <p class="legend">{finishedWhen(data.finishedSince)}</p>
+        <StatusCounts data={data} of={statuses.slice(4)} />
       </Section>
       <Section title="The last hour">
         <svg class="bars" viewBox="0 0 600 120" role="img" aria-label={`Per minute over the last hour: ${done} completed, ${failed} failed`}>
@@ -46,6 +45,19 @@ export function OverviewView() {
         <p class="legend"><span class="key bar-done" aria-hidden="true" /> completed <span class="key bar-fail" aria-hidden="true" /> failed, cancelled or rejected</p>
       </Section>
     </>
+  );
+}
+
+/** How far back the finished tasks are counted, as the database says it (task_counts' since). */
+const finishedWhen = (since: string | null) => (since ? `Finished in the last ${Math.round((Date.now() - Date.parse(since)) / 3_600_000)} hours` : 'Finished lately');
+
+function StatusCounts({ data, of }: { data: Overview; of: Status[] }) {
+  return (
+    <ul class="status-counts">
+      {of.map((s) => (
+        <li key={s}><a href={`#/tasks?status=${s}`}><Badge status={s} /> <span class="count" data-status={s}>{data.byStatus[s]}</span></a></li>
+      ))}
+    </ul>
   );
 }
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { stackPaths } from '../../stack/paths.js';
-import { cliEntry, configOf, writeSecretFile } from '../context.js';
+import { cliEntry, configOf, settingsLines, writeSecretFile } from '../context.js';
 import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
 import { emit } from '../output.js';
 import { fields } from '../../text/format.js';
@@ -99,15 +99,12 @@ Example:
       }
       const { DATABASE_URL, ...rest } = stackEnv(secrets, runtime?.apiPort ?? config.apiPort, runtime?.dbPort ?? config.dbPort);
       const env = seenFrom ? { ...rest, SUPABASE_URL: seenFrom.replace(/\/+$/, '') } : { ...rest, DATABASE_URL };
-      // A value that is not one plain word (the signing key's JSON) is single-quoted, for shells and dotenv alike.
-      const quoted = (v: string) => (/^[\w:/.@+=-]*$/.test(v) ? v : `'${v}'`);
-      const lines = (e: Record<string, string>) => Object.entries(e).map(([k, v]) => `${k}=${quoted(v)}`).join('\n');
       if (opts.writeEnv) {
-        writeSecretFile(opts.writeEnv, `${lines(env)}\n`);
+        writeSecretFile(opts.writeEnv, settingsLines(env));
         emit(config, { written: path.resolve(opts.writeEnv) }, () => `Wrote ${Object.keys(env).length} settings to ${path.resolve(opts.writeEnv!)} (readable by you only).`);
         return;
       }
-      emit(config, env, lines);
+      emit(config, env, settingsLines);
     });
 
   stack.command('serve')

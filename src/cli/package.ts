@@ -1,0 +1,19 @@
+/** What the CLI reads of its own package.json: its version, and the Node it needs. */
+import { readFileSync } from 'node:fs';
+import { packageRoot } from '../stack/paths.js';
+
+export const { version, engines } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string; engines: { node: string } };
+
+/**
+ * What to say when this Node is older than the one package.json's engines names (">=20.18.1"), else
+ * undefined. npm only warns about it at install; the CLI refuses at once, saying what to install,
+ * rather than failing later on a missing API.
+ */
+export function nodeTooOld(running = process.versions.node, needed = engines.node): string | undefined {
+  const parts = (v: string) => (/(\d+)\.(\d+)\.(\d+)/.exec(v) ?? []).slice(1).map(Number);
+  const [have, want] = [parts(running), parts(needed)];
+  const older = want.findIndex((n, i) => have[i] !== n);
+  if (older === -1 || have[older]! > want[older]!) return undefined;
+  return `Baton needs Node ${needed.replace(/^>=\s*/, '')} or later, and this is Node ${running}: install a current Node (nodejs.org, or your system's packages) and run it again`;
+}
+
