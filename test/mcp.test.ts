@@ -64,7 +64,7 @@ describe('baton mcp', () => {
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual(['answer', 'artifact_get', 'ask', 'broadcast', 'cancel', 'chain', 'claim', 'complete', 'discover', 'fail',
       'fan_out', 'handoff', 'inbox', 'list_tasks', 'message', 'progress', 'reassign', 'reject', 'release', 'retry', 'show_task',
-      'start', 'status'].sort());
+      'start', 'status', 'wait_for'].sort());
     for (const t of tools) {
       expect(t.description!.length, t.name).toBeGreaterThan(30);
       expect(t.inputSchema.type).toBe('object');
@@ -120,6 +120,10 @@ describe('baton mcp', () => {
     expect(result.artifacts.map((x: { name: string }) => x.name)).toEqual(['slugify.ts']);
     const artifact = await use(a, 'artifact_get', { task: id, name: 'slugify.ts' });
     expect(artifact.text).toBe(source);
+    // Called plainly, wait_for answers with the ended task's result and artifacts (as a task: mcp.tasks.test.ts).
+    const waited = await use(a, 'wait_for', { task: id, timeout_seconds: 5 });
+    expect(waited.task).toMatchObject({ id, status: 'completed' });
+    expect(waited.artifacts.map((x: { name: string }) => x.name)).toEqual(['slugify.ts']);
     const read = await a.client.readResource({ uri: `baton://artifact/${id}/slugify.ts` });
     expect(read.contents[0]).toMatchObject({ text: source });
   });

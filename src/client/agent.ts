@@ -27,6 +27,8 @@ export interface TaskFilter {
   box?: TaskBox;
   status?: TaskStatus[];
   limit?: number;
+  /** How many to pass over first, for paging (not for `mine`, which reads the open tasks from the front). */
+  offset?: number;
 }
 
 const Tasks = z.array(Task);
@@ -413,17 +415,20 @@ export class BatonClient {
   }
 
   /** Tasks the agent can see, highest priority first, then oldest. */
-  async listTasks({ box = 'mine', status, limit = 50 }: TaskFilter = {}): Promise<Task[]> {
+  async listTasks({ box = 'mine', status, limit = 50, offset = 0 }: TaskFilter = {}): Promise<Task[]> {
     // The inbox is an RPC: it reads the open tasks from the front of their indexes, where this OR of
     // two columns would be a bitmap scan that revisits every task finished since the last vacuum.
-    if (box === 'mine') return unwrap(this.db.rpc('my_tasks', { p_statuses: status?.length ? status : TaskStatus.options, p_limit: limit }), Tasks);
+    if (box === 'mine') {
+      if (offset) throw new ValidationError({ code: 'BT005', message: 'the mine box is read from the front: it takes no offset', hint: 'Page with status, or list the sent or all box.' });
+      return unwrap(this.db.rpc('my_tasks', { p_statuses: status?.length ? status : TaskStatus.options, p_limit: limit }), Tasks);
+    }
     const me = this.agentId;
     let query = this.db.from('task_handoffs').select('*');
     if (box === 'sent') query = query.eq('from_agent', me);
     if (box === 'pending') query = query.eq('status', 'pending').or(`to_agent.eq.${me},to_agent.is.null`);
     if (status?.length) query = query.in('status', status);
     return unwrap(
-      query.order('priority', { ascending: false }).order('created_at', { ascending: true }).limit(limit),
+      query.order('priority', { ascending: false }).order('created_at', { ascending: true }).order('id').range(offset, offset + limit - 1),
       Tasks,
     );
   }

@@ -8,12 +8,14 @@
  * Claim tokens never reach the model: the server remembers the token of each task its agent claims
  * (and reads it from the task, which only its holder sees, when it claimed in an earlier session).
  */
+import { InMemoryTaskMessageQueue } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { agentTopics, PushListener } from '../agent/push.js';
 import type { BatonClient } from '../client/agent.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { registerResources } from './resources.js';
 import { McpAgent } from './shared.js';
+import { BatonTaskStore, toMcpTask } from './tasks.js';
 import { registerTools } from './tools.js';
 
 export { INBOX_URI, TASKS_URI } from './resources.js';
@@ -41,20 +43,39 @@ export interface BatonMcp {
 
 export function createBatonMcp(client: BatonClient, options: McpOptions): BatonMcp {
   const log = options.log ?? silentLogger;
+  const agent = new McpAgent(client, log, options.allowPaths ?? true);
+  const taskStore = new BatonTaskStore(agent);
   const server = new McpServer(
     { name: 'baton', title: `Baton (agent ${client.agentId})`, version: options.version },
     {
-      capabilities: { resources: { subscribe: true, listChanged: true }, tools: {}, prompts: {}, logging: {} },
+      capabilities: {
+        resources: { subscribe: true, listChanged: true }, tools: {}, prompts: {}, logging: {},
+        // Hand-offs as MCP tasks, kept in Baton's database (tasks.ts).
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
+      taskStore,
+      taskMessageQueue: new InMemoryTaskMessageQueue(),
       instructions: `You act as the Baton agent "${client.agentId}". Baton passes work between agents: tasks are handed off, `
         + 'claimed, worked on with progress, and completed with a structured result and artifacts. Start with the status tool, '
         + 'then inbox and list_tasks; name tasks by id or its first 6 characters. The baton-loop prompt walks through the protocol.',
     },
   );
 
-  const agent = new McpAgent(client, log, options.allowPaths ?? true);
-  registerTools(server, agent);
+  taskStore.server = server.server;
+  // The MCP tasks this server has handed out or been asked about: their changes of status go to the
+  // host as they are pushed.
+  const tracked = new Set<string>();
+  taskStore.onRead = (id) => tracked.add(id);
+  registerTools(server, agent, tracked);
   const subscribed = registerResources(server, agent);
   const check = () => subscribed.check();
+  const tell = async (pushed: Array<{ id: string }>) => {
+    const ours = pushed.map((t) => t.id).filter((id) => tracked.has(id));
+    if (!ours.length) return;
+    for (const task of await client.getTasks(ours)) {
+      await server.server.notification({ method: 'notifications/tasks/status', params: toMcpTask(task) });
+    }
+  };
 
   let push: PushListener | undefined;
   let poll: NodeJS.Timeout | undefined;
@@ -73,7 +94,10 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
       if (options.push ?? true) {
         push = new PushListener(client.db, agentTopics(me), {
           work: () => void check(),
-          news: () => void check(),
+          news: (tasks) => {
+            void check();
+            void tell(tasks).catch((err: unknown) => log.warn({ err }, 'could not tell the host of a task\'s change'));
+          },
           up: () => void check(),
         }, log);
         push.start();

@@ -1,5 +1,6 @@
 /** Every agent action as an MCP tool: one definition each (name, description, input schema from the client's zod schemas, call). */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CreateTaskRequestHandlerExtra, TaskRequestHandlerExtra } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
@@ -7,6 +8,7 @@ import { broughtBackWith } from '../client/agent.js';
 import { ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
 import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
+import { resultOf, TASK_POLL_MS } from './tasks.js';
 import { ArtifactGiven, forModel, isTextual, ok, readGiven, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
 
 /** One MCP tool: its name, what it says, its input schema, and its call. */
@@ -17,7 +19,22 @@ interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
   input: S;
   annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
   run(args: z.infer<z.ZodObject<S>>): Promise<CallToolResult>;
+  /**
+   * For a tool whose work outlives the call: what it does when the host asks for a task, answering with
+   * the Baton task to follow (MCP's task is that task). A plain call still answers with `run`.
+   */
+  task?(args: z.infer<z.ZodObject<S>>): Promise<string>;
 }
+
+type PlainCall = (args: never, extra?: { _meta?: Record<string, unknown> }) => Promise<CallToolResult>;
+
+/** The task a tool's plain answer names (the hand-off it made), for the tools whose task call does the same. */
+const followed = (pick: (structured: Record<string, unknown>) => unknown) => (run: Tool['run']) => async (args: never): Promise<string> => {
+  const answer = await run(args);
+  if (answer.isError) throw new Error(answer.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n'));
+  return String(pick(answer.structuredContent ?? {}));
+};
+const madeTask = followed((s) => (s.task as { id: string }).id);
 
 /** A tool, its call typed by its input schema. */
 const defineTool = <S extends z.ZodRawShape>(tool: Tool<S>): Tool => tool as unknown as Tool;
@@ -32,27 +49,71 @@ function withClaim(agent: McpAgent, verb: string, act: (id: string, token: strin
   };
 }
 
-export function registerTools(server: McpServer, agent: McpAgent): void {
+export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<string>): void {
   const groups = [whoIsAround, handingWorkOn, seeingWork, claimingWork, reportingWork, sendersWork, messagesAndArtifacts];
+  const plainCalls = new Map<string, PlainCall>();
   for (const tool of groups.flatMap((group) => group(agent))) {
     const config = { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { openWorldHint: false, ...tool.annotations } };
-    server.registerTool(tool.name, config, (async (args: never, extra?: { _meta?: Record<string, unknown> }) => {
-      // A host that traces says its context in the call's _meta (traceparent, tracestate): the tool's
-      // requests continue it, and a hand-off records it.
+    // A host that traces says its context in the call's _meta (traceparent, tracestate): the tool's
+    // requests continue it, and a hand-off records it.
+    const traced = <T>(extra: { _meta?: Record<string, unknown> } | undefined, work: () => Promise<T>): Promise<T> => {
       const meta = extra?._meta ?? {};
       const parent = typeof meta.traceparent === 'string'
         ? contextOfTask({ traceparent: meta.traceparent, tracestate: typeof meta.tracestate === 'string' ? meta.tracestate : null })
         : context.active();
-      return context.with(parent, async () => {
+      return context.with(parent, work);
+    };
+    const plain = async (args: never, extra?: { _meta?: Record<string, unknown> }) => traced(extra, async () => {
+      try {
+        return await tool.run(args);
+      } catch (err) {
+        agent.log.debug({ err, tool: tool.name }, 'tool refused');
+        return refusal(err);
+      }
+    });
+    if (!tool.task) {
+      server.registerTool(tool.name, config, plain as never);
+      continue;
+    }
+    const { task } = tool;
+    plainCalls.set(tool.name, plain);
+    server.experimental.tasks.registerToolTask(tool.name, { ...config, execution: { taskSupport: 'optional' } }, {
+      createTask: (async (args: never, extra: CreateTaskRequestHandlerExtra) => traced(extra, async () => {
+        let id: string;
         try {
-          return await tool.run(args);
+          id = await task(args);
         } catch (err) {
-          agent.log.debug({ err, tool: tool.name }, 'tool refused');
-          return refusal(err);
+          // The SDK answers a failed task call with a tool error of this text.
+          const { content } = refusal(err);
+          throw new Error(content.map((c) => (c.type === 'text' ? c.text : '')).join('\n'));
         }
-      });
-    }) as never);
+        tracked.add(id);
+        return { task: await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl ?? null, pollInterval: TASK_POLL_MS, context: { batonTaskId: id } }) };
+      })) as never,
+      getTask: (async (_args: never, extra: TaskRequestHandlerExtra) => extra.taskStore.getTask(extra.taskId)) as never,
+      getTaskResult: (async (_args: never, extra: TaskRequestHandlerExtra) => extra.taskStore.getTaskResult(extra.taskId)) as never,
+    });
   }
+  keepPlainCalls(server, plainCalls);
+}
+
+/**
+ * The SDK runs a tool whose task support is optional, called without a task, as a task that the call
+ * waits out. Baton's answer plainly as they always have: a hand-off at once with its task, wait_for
+ * within its timeout.
+ */
+function keepPlainCalls(server: McpServer, plainCalls: Map<string, PlainCall>): void {
+  type Internals = {
+    handleAutomaticTaskPolling(tool: unknown, request: { params: { name: string; arguments?: unknown } }, extra: { _meta?: Record<string, unknown> }): Promise<CallToolResult>;
+    validateToolInput(tool: unknown, args: unknown, name: string): Promise<never>;
+  };
+  const sdk = server as unknown as Internals;
+  const waitOut = sdk.handleAutomaticTaskPolling.bind(server);
+  sdk.handleAutomaticTaskPolling = async (tool, request, extra) => {
+    const plain = plainCalls.get(request.params.name);
+    if (!plain) return waitOut(tool, request, extra);
+    return plain(await sdk.validateToolInput(tool, request.params.arguments, request.params.name), extra);
+  };
 }
 
 /** Who is around, and what is on this agent's plate. */
@@ -145,6 +206,14 @@ function handingWorkOn(agent: McpAgent): Tool[] {
     onDependencyFailure: args.run_anyway ? 'run' : undefined,
     runAt: args.run_at,
   });
+  const handoff = async ({ to, capabilities, allow_offline, ...args }: HandoffArgs & { to: string; capabilities?: string[]; allow_offline?: boolean }) => {
+    const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline ?? false });
+    return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
+  };
+  const broadcast = async ({ capabilities, ...args }: HandoffArgs & { capabilities: string[] }) => {
+    const task = await client.broadcast({ ...(await handoffInput(args)), requiredCapabilities: capabilities });
+    return ok(`Offered to any agent with ${capabilities.join(', ')}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
+  };
   return [
     defineTool({
       name: 'handoff',
@@ -155,20 +224,16 @@ function handingWorkOn(agent: McpAgent): Tool[] {
       input: { to: z.string().min(1).describe('The receiving agent\'s id.'), ...handoffShape,
         capabilities: z.array(z.string()).optional().describe('Capabilities the receiver must hold.'),
         allow_offline: z.boolean().optional().describe('Queue it even if the agent is offline (default false: refused with BT011).') },
-      run: async ({ to, capabilities, allow_offline, ...args }) => {
-        const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline ?? false });
-        return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
-      },
+      run: handoff,
+      task: madeTask(handoff),
     }),
     defineTool({
       name: 'broadcast',
       title: 'Offer a task to any capable agent',
       description: 'Offers a task to whichever online agent holding the capabilities claims it first. Use it when any qualified agent will do.',
       input: { capabilities: z.array(z.string().min(1)).min(1).describe('Capabilities the taker must hold, e.g. ["review"].'), ...handoffShape },
-      run: async ({ capabilities, ...args }) => {
-        const task = await client.broadcast({ ...(await handoffInput(args)), requiredCapabilities: capabilities });
-        return ok(`Offered to any agent with ${capabilities.join(', ')}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
-      },
+      run: broadcast,
+      task: madeTask(broadcast),
     }),
   ];
 }
@@ -362,7 +427,37 @@ function reportingWork(agent: McpAgent): Tool[] {
 /** What the sender of a task may do with it. */
 function sendersWork(agent: McpAgent): Tool[] {
   const { client } = agent;
+  type Subtask = { title: string; to?: string; capabilities?: string[]; description?: string; payload?: z.infer<typeof JsonObject>; expected_outputs?: z.infer<typeof ExpectedOutput>[] };
+  const fanOut = async ({ task, subtasks, join, judge_capability, join_title }: { task: string; subtasks: Subtask[]; join: 'first' | 'all' | 'judge'; judge_capability?: string; join_title?: string }) => {
+    const made = await client.fanOut(await agent.resolve(task), subtasks.map((s) => ({
+      title: s.title, to: s.to, requiredCapabilities: s.capabilities, description: s.description, payload: s.payload, expectedOutputs: s.expected_outputs,
+    })), { mode: join, capability: judge_capability, title: join_title });
+    return ok(`Handed off ${made.tasks.length} sub-task(s); the ${join} join is ${shortId(made.join)} (id ${made.join}).`, made);
+  };
   return [
+    defineTool({
+      name: 'wait_for',
+      title: 'Wait for a task to end',
+      description: 'Waits for a task you can see to end (completed, failed, rejected or cancelled), up to timeout_seconds, and returns its '
+      + 'result and artifacts; if it is still open then, says where it stands. Called as an MCP task, it answers at once with a task '
+      + 'that follows it, which the host can poll, and whose questions come to you as they are asked.',
+      input: {
+        task: taskRef,
+        timeout_seconds: z.number().int().min(0).max(3600).optional().describe('How long to wait (default 50 s, within most hosts\' request timeout).'),
+      },
+      annotations: { readOnlyHint: true },
+      run: async ({ task, timeout_seconds }) => {
+        const id = await agent.resolve(task);
+        const deadline = Date.now() + (timeout_seconds ?? 50) * 1000;
+        for (;;) {
+          const now = await client.getTask(id);
+          if (finalStatuses.includes(now.status)) return resultOf(agent, now);
+          if (Date.now() >= deadline) return ok(`Still open: ${taskLine(now)}${now.progress_message ? ` — ${now.progress_message}` : ''}`, { task: forModel(now) });
+          await new Promise((resolve) => setTimeout(resolve, Math.min(TASK_POLL_MS, Math.max(0, deadline - Date.now()))));
+        }
+      },
+      task: async ({ task }) => agent.resolve(task),
+    }),
     defineTool({
       name: 'cancel',
       title: 'Withdraw a task you sent',
@@ -419,12 +514,9 @@ function sendersWork(agent: McpAgent): Tool[] {
         judge_capability: z.string().optional().describe('For judge: the capability of the agents that may judge (default "judge").'),
         join_title: z.string().optional(),
       },
-      run: async ({ task, subtasks, join, judge_capability, join_title }) => {
-        const made = await client.fanOut(await agent.resolve(task), subtasks.map((s) => ({
-          title: s.title, to: s.to, requiredCapabilities: s.capabilities, description: s.description, payload: s.payload, expectedOutputs: s.expected_outputs,
-        })), { mode: join, capability: judge_capability, title: join_title });
-        return ok(`Handed off ${made.tasks.length} sub-task(s); the ${join} join is ${shortId(made.join)} (id ${made.join}).`, made);
-      },
+      run: fanOut,
+      // As a task, the join: it ends when the sub-tasks' results have come together.
+      task: followed((s) => s.join)(fanOut as Tool['run']),
     }),
   ];
 }

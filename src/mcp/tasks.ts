@@ -1,0 +1,162 @@
+/**
+ * MCP's tasks (the `io.modelcontextprotocol/tasks` extension, specification 2025-11-25), backed by
+ * Baton's own tasks. A tool call a host makes as a task (handoff, broadcast, fan_out, wait_for) answers
+ * at once with a handle whose id is the Baton task's id; `tasks/get`, `tasks/result`, `tasks/list` and
+ * `tasks/cancel` read and act on the Baton task, through the agent's token and row-level security, so
+ * any `baton mcp` of the same agent (restarted, or on another host) answers for it, and a stranger's id
+ * is not found. Nothing is kept in this process that a restart would lose but the questions it has put
+ * to the host, which it puts again.
+ *
+ * A question the remote agent asks (Baton's ask) makes the MCP task `input_required`; the question
+ * goes to the host as a form elicitation on the task's side channel (delivered with `tasks/result`),
+ * and the person's answer is sent as Baton's answer, in the agent's name as any answer is.
+ */
+import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Task } from '../schemas.js';
+import { messageText } from '../text/render.js';
+import { forModel, isTextual, taskLine, type McpAgent } from './shared.js';
+
+/** How often a host is asked to look again while a task runs (ms); push notifies it sooner. */
+export const TASK_POLL_MS = 2_000;
+
+/** Baton's statuses as MCP's: a task waiting to be claimed or being worked on is `working`. */
+const mcpStatus: Record<Task['status'], McpTask['status']> = {
+  pending: 'working', claimed: 'working', in_progress: 'working', input_required: 'input_required',
+  completed: 'completed', failed: 'failed', rejected: 'failed', cancelled: 'cancelled',
+};
+
+export function toMcpTask(task: Task): McpTask {
+  const said = task.status === 'input_required' ? 'waiting for your answer'
+    : task.status_reason ?? task.progress_message ?? undefined;
+  return {
+    taskId: task.id,
+    status: mcpStatus[task.status],
+    ...(said ? { statusMessage: said } : {}),
+    createdAt: task.created_at,
+    lastUpdatedAt: task.updated_at,
+    // Kept as Baton keeps finished tasks (baton_settings.keep_finished), not by the host's ttl.
+    ttl: null,
+    pollInterval: TASK_POLL_MS,
+  };
+}
+
+/** Artifacts up to this size come back inside the result; larger ones are named, to read with artifact_get. */
+const INLINE_BYTES = 1 << 20;
+
+/** The Baton task's outcome as the tool's result: the summary, the structured result, and the artifacts. */
+export async function resultOf(agent: McpAgent, task: Task): Promise<CallToolResult> {
+  const listed = await agent.client.artifacts(task.id);
+  const content: CallToolResult['content'] = [{ type: 'text', text: `${taskLine(task)}${task.result?.summary ? `\n${task.result.summary}` : ''}${task.status_reason ? `\n${task.status_reason}` : ''}` }];
+  for (const meta of listed) {
+    // The artifact resource's URI (resources.ts), which the host may read again.
+    const uri = `baton://artifact/${task.id}/${encodeURIComponent(meta.name)}`;
+    if ((meta.size_bytes ?? 0) > INLINE_BYTES || meta.uri) {
+      content.push({ type: 'resource_link', uri, name: meta.name, mimeType: meta.media_type, description: `${meta.size_bytes ?? '?'} bytes; read it as this resource or with artifact_get` });
+      continue;
+    }
+    const artifact = await agent.client.artifact(task.id, meta.name);
+    const bytes = artifact.content ?? Buffer.alloc(0);
+    content.push({
+      type: 'resource',
+      resource: isTextual(meta.media_type, bytes)
+        ? { uri, mimeType: meta.media_type, text: bytes.toString('utf8') }
+        : { uri, mimeType: meta.media_type, blob: bytes.toString('base64') },
+    });
+  }
+  return {
+    content,
+    structuredContent: { task: forModel(task), artifacts: listed },
+    ...(task.status === 'completed' ? {} : { isError: true }),
+  };
+}
+
+const uuid = z.uuid();
+
+/**
+ * The task store the SDK's protocol layer calls for tasks/get, tasks/result, tasks/list and
+ * tasks/cancel. Every read is the agent's own, so the session a host calls from does not matter.
+ */
+export class BatonTaskStore implements TaskStore {
+  /** The questions put to the host from this process, by message id, so that each is put once. */
+  private readonly asked = new Set<string>();
+  server?: Server;
+  /** Told of every task a host reads through the store, so that its changes can be told to the host. */
+  onRead?: (taskId: string) => void;
+
+  constructor(private readonly agent: McpAgent) {}
+
+  /** The Baton task the tool made (or waits on) becomes the MCP task: its id is the tool's to give. */
+  async createTask(params: CreateTaskOptions): Promise<McpTask> {
+    const id = params.context?.batonTaskId;
+    if (typeof id !== 'string') throw new Error('a Baton task store makes no tasks of its own: the tool names the Baton task');
+    return toMcpTask(await this.agent.client.getTask(id));
+  }
+
+  async getTask(taskId: string): Promise<McpTask | null> {
+    const task = await this.read(taskId);
+    if (!task) return null;
+    this.onRead?.(task.id);
+    if (task.status === 'input_required') void this.putQuestion(task).catch((err: unknown) => this.agent.log.warn({ err, task: task.id }, 'could not put the question to the host'));
+    return toMcpTask(task);
+  }
+
+  async getTaskResult(taskId: string): Promise<CallToolResult> {
+    const task = await this.read(taskId);
+    if (!task) throw new Error(`no task ${taskId} that agent "${this.agent.client.agentId}" can see`);
+    return resultOf(this.agent, task);
+  }
+
+  /** Results are the agents' to report, through Baton; a host cannot store one here. */
+  async storeTaskResult(): Promise<void> {
+    throw new Error('a Baton task\'s result is reported by the agent that does it');
+  }
+
+  /** tasks/cancel: the Baton task is cancelled by Baton's rules (the sender may; a finished task may not be). */
+  async updateTaskStatus(taskId: string, status: McpTask['status'], statusMessage?: string): Promise<void> {
+    if (status !== 'cancelled') return;
+    await this.agent.client.cancel(taskId, statusMessage ?? 'cancelled by the MCP host');
+  }
+
+  /** The tasks this agent sent, a page at a time (the cursor is the offset). */
+  async listTasks(cursor?: string): Promise<{ tasks: McpTask[]; nextCursor?: string }> {
+    const offset = cursor ? Number(cursor) : 0;
+    if (!Number.isInteger(offset) || offset < 0) throw new Error(`"${cursor}" is not a cursor this server gave`);
+    const page = 50;
+    const tasks = await this.agent.client.listTasks({ box: 'sent', limit: page + 1, offset });
+    return { tasks: tasks.slice(0, page).map(toMcpTask), ...(tasks.length > page ? { nextCursor: String(offset + page) } : {}) };
+  }
+
+  /** The task if the agent may see it; an id that is not one of Baton's names no task either. */
+  private async read(taskId: string): Promise<Task | null> {
+    if (!uuid.safeParse(taskId).success) return null;
+    const [task] = await this.agent.client.getTasks([taskId]);
+    return task ?? null;
+  }
+
+  /**
+   * The remote agent's open question, put to the host's person as a form elicitation on the task's side
+   * channel; an accepted answer goes back as Baton's answer. Put once per question by this process (a
+   * restarted server puts it again, its queue being gone).
+   */
+  private async putQuestion(task: Task): Promise<void> {
+    if (!this.server) return;
+    const [question] = await this.agent.client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    if (!question || this.asked.has(question.id)) return;
+    this.asked.add(question.id);
+    const reply = await this.server.elicitInput({
+      mode: 'form',
+      message: `${task.claimed_by ?? 'The agent'} asks about "${task.title}": ${messageText(question)}`,
+      requestedSchema: { type: 'object', properties: { answer: { type: 'string', title: 'Your answer' } }, required: ['answer'] },
+    }, { relatedTask: { taskId: task.id }, timeout: 7 * 86_400_000 });
+    if (reply.action === 'accept' && typeof reply.content?.answer === 'string') {
+      await this.agent.client.answer(task.id, reply.content.answer);
+    } else {
+      // Declined or dismissed: the question stays open, to answer with the answer tool or by cancelling.
+      this.agent.log.info({ task: task.id, action: reply.action }, 'the host did not answer the question');
+    }
+  }
+}
+

@@ -1,0 +1,161 @@
+/**
+ * MCP tasks backed by Baton: the SDK's own (experimental) task client against `baton mcp` as its own
+ * process, with a daemon doing the work. A hand-off called as a task comes back as a handle at once;
+ * its result and artifacts come through tasks/result, a question through elicitation, cancel through
+ * tasks/cancel, and a restarted server still answers for it.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cliPath } from './cli.js';
+import { daemon, eventually } from './daemon-helpers.js';
+import { newAgent, stack, type TestAgent } from './helpers.js';
+import { agentKeyEnv } from './keys-mode.js';
+
+interface Host { client: Client; questions: string[]; statuses: Array<{ taskId: string; status: string }> }
+
+const hosts: Host[] = [];
+afterAll(async () => { await Promise.all(hosts.map((h) => h.client.close())); });
+
+/** A host with a person who answers every question `answer` (or declines, without one). */
+async function host(agent: TestAgent, answer?: string): Promise<Host> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cliPath, 'mcp'],
+    env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: agent.token, LOG_LEVEL: 'warn' },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'baton-task-host', version: '1.0.0' }, { capabilities: { elicitation: { form: {} }, tasks: { list: {}, cancel: {} } } });
+  const made: Host = { client, questions: [], statuses: [] };
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    made.questions.push(request.params.message);
+    return answer === undefined ? { action: 'decline' } : { action: 'accept', content: { answer } };
+  });
+  client.setNotificationHandler(TaskStatusNotificationSchema, (n) => { made.statuses.push({ taskId: n.params.taskId, status: n.params.status }); });
+  await client.connect(transport);
+  hosts.push(made);
+  return made;
+}
+
+async function close(h: Host): Promise<void> {
+  hosts.splice(hosts.indexOf(h), 1);
+  await h.client.close();
+}
+
+/** Hands off as a task and returns the handle alone, as a host that follows it later does. */
+async function handOffAsTask(h: Host, args: Record<string, unknown>) {
+  const made = await h.client.request({ method: 'tools/call', params: { name: 'handoff', arguments: args, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
+  return made.task;
+}
+
+/** Calls a tool as a task: the handle, then (when `follow`) every message until the result. */
+async function callAsTask(h: Host, name: string, args: Record<string, unknown>) {
+  const stream = h.client.experimental.tasks.callToolStream({ name, arguments: args }, CallToolResultSchema, { task: { ttl: 3_600_000 }, timeout: 120_000 });
+  const seen: string[] = [];
+  let taskId: string | undefined;
+  let result: CallToolResult | undefined;
+  for await (const message of stream) {
+    seen.push(message.type === 'taskStatus' ? `status ${message.task.status}` : message.type);
+    if (message.type === 'taskCreated') taskId = message.task.taskId;
+    if (message.type === 'result') result = message.result as CallToolResult;
+    if (message.type === 'error') throw message.error;
+  }
+  return { taskId: taskId!, result: result!, seen };
+}
+
+describe('baton mcp, hand-offs as MCP tasks', () => {
+  it('declares task support, and a plain call of the same tool answers at once as before', async () => {
+    const lead = await newAgent('mcpt-plain');
+    const h = await host(lead);
+    expect(h.client.getServerCapabilities()?.tasks).toMatchObject({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
+    const { tools } = await h.client.listTools();
+    const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport ?? 'forbidden']));
+    expect(support).toMatchObject({ handoff: 'optional', broadcast: 'optional', fan_out: 'optional', wait_for: 'optional', claim: 'forbidden', show_task: 'forbidden' });
+    const worker = await newAgent('mcpt-absent');
+    const plain = await h.client.callTool({ name: 'handoff', arguments: { to: worker.id, title: 'queued', allow_offline: true } }) as CallToolResult;
+    expect(plain.isError).toBeFalsy();
+    expect((plain.structuredContent as { task: { status: string } }).task.status).toBe('pending');
+  });
+
+  it('completes a hand-off called as a task, asks its question of the person through elicitation, and returns the result and artifacts', async () => {
+    const lead = await newAgent('mcpt-lead');
+    const worker = await newAgent('mcpt-worker');
+    await daemon(worker, {
+      executors: {
+        '*': async (_task, ctx) => {
+          const colour = await ctx.ask('Which colour?');
+          await ctx.artifact('palette.json', JSON.stringify({ colour }), { mediaType: 'application/json' });
+          return { status: 'success', summary: `painted ${colour}` };
+        },
+      },
+    });
+    const h = await host(lead, 'blue');
+    const { taskId, result, seen } = await callAsTask(h, 'handoff', { to: worker.id, title: 'Paint the fence' });
+    expect(seen[0]).toBe('taskCreated');
+    expect(seen).toContain('status input_required');
+    expect(h.questions).toEqual([expect.stringContaining('Which colour?')]);
+    expect(result.isError).toBeFalsy();
+    expect(result.content[0]).toMatchObject({ type: 'text', text: expect.stringContaining('painted blue') });
+    expect(result.content).toContainEqual({ type: 'resource', resource: { uri: `baton://artifact/${taskId}/palette.json`, mimeType: 'application/json', text: '{"colour":"blue"}' } });
+    expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId });
+
+    // The MCP task is the Baton task: the same id, the answer as Baton's answer in the lead's name.
+    const task = await lead.client.getTask(taskId);
+    expect(task).toMatchObject({ status: 'completed', result: { summary: 'painted blue' } });
+    const [answer] = await lead.client.messages({ taskId, kind: 'answer' });
+    expect(answer).toMatchObject({ from_agent: lead.id, body: { text: 'blue' } });
+    expect(await h.client.experimental.tasks.getTask(taskId)).toMatchObject({ taskId, status: 'completed' });
+    const listed = await h.client.experimental.tasks.listTasks();
+    expect(listed.tasks.map((t) => t.taskId)).toContain(taskId);
+  });
+
+  it('cancels the Baton task through tasks/cancel, and the daemon stops its work', async () => {
+    const lead = await newAgent('mcpt-canceller');
+    const worker = await newAgent('mcpt-busy');
+    let aborted = false;
+    await daemon(worker, { executors: { '*': (_task, ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => { aborted = true; reject(ctx.signal.reason); })) } });
+    const h = await host(lead);
+    const made = await handOffAsTask(h, { to: worker.id, title: 'Never ends' });
+    const taskId = made.taskId;
+    expect(made).toMatchObject({ status: 'working', ttl: null });
+    await eventually(async () => (await lead.client.getTask(taskId)).status === 'in_progress', 20_000, 'the work to start');
+    const cancelled = await h.client.experimental.tasks.cancelTask(taskId);
+    expect(cancelled).toMatchObject({ taskId, status: 'cancelled' });
+    expect((await lead.client.getTask(taskId)).status).toBe('cancelled');
+    await eventually(async () => aborted, 20_000, 'the daemon to stop the work');
+    const result = await h.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(result.isError).toBe(true);
+  });
+
+  it('answers tasks/get and tasks/result from a restarted server, and finds no stranger\'s task', async () => {
+    const lead = await newAgent('mcpt-restart');
+    const worker = await newAgent('mcpt-later');
+    const first = await host(lead);
+    const { taskId } = await handOffAsTask(first, { to: worker.id, title: 'Done after a restart', allow_offline: true });
+    await close(first);
+
+    await daemon(worker, { executors: { '*': async (_task, ctx) => { await ctx.artifact('notes.md', '# done\n', { mediaType: 'text/markdown' }); return 'done later'; } } });
+    const second = await host(lead);
+    await eventually(async () => (await second.client.experimental.tasks.getTask(taskId)).status === 'completed', 30_000, 'the task done, seen by the new server');
+    const result = await second.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(result.content[0]).toMatchObject({ type: 'text', text: expect.stringContaining('done later') });
+    expect(result.content).toContainEqual(expect.objectContaining({ type: 'resource', resource: expect.objectContaining({ text: '# done\n' }) }));
+
+    // Another agent's host: not found, as Baton says of a task its agent may not see.
+    const stranger = await host(await newAgent('mcpt-stranger'));
+    await expect(stranger.client.experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    await expect(stranger.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).rejects.toThrow(/not found/i);
+    await expect(stranger.client.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/not found/i);
+    await expect(stranger.client.experimental.tasks.getTask('not-a-task')).rejects.toThrow(/not found/i);
+  });
+
+  it('tells the host of each change of a task it follows, by push', async () => {
+    const lead = await newAgent('mcpt-told');
+    const worker = await newAgent('mcpt-teller');
+    const h = await host(lead);
+    const { taskId } = await handOffAsTask(h, { to: worker.id, title: 'Tell me', allow_offline: true });
+    await daemon(worker, { executors: { '*': () => 'told' } });
+    await eventually(async () => h.statuses.some((s) => s.taskId === taskId && s.status === 'completed'), 30_000, 'a completed status notification');
+  });
+});
