@@ -191,12 +191,19 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     const { data: retries } = await own.admin.db.from('task_handoffs').select('id,status,from_agent,to_agent').eq('retry_of', doomed.id);
     expect(retries).toEqual([expect.objectContaining({ status: 'pending', from_agent: sender.id, to_agent: worker.id })]);
 
-    // Cancelling is the sender's: the operator's board shows the database's refusal, code and hint.
+    // Cancelling and reassigning are the sender's: the operator's board does not offer them, and the
+    // API, asked all the same, answers with the database's refusal.
     await page.goto(`${operator.origin}/#/task/${retries![0]!.id}`);
-    await page.getByRole('button', { name: 'Cancel task' }).click();
-    const refusal = page.locator('.actions [role="alert"]');
-    await refusal.waitFor();
-    expect(await refusal.textContent()).toMatch(/BT006/);
+    await page.locator('.facts').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel task' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Reassign' }).count()).toBe(0);
+    const token = new URL(operator.url).searchParams.get('token')!;
+    const asked = await fetch(`${operator.origin}/api/actions`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ action: 'cancel', task: retries![0]!.id, reason: 'from a script' }),
+    });
+    expect(asked.status).toBe(403);
+    expect(JSON.stringify(await asked.json())).toMatch(/BT006/);
     expect((await own.admin.db.from('task_handoffs').select('status').eq('id', retries![0]!.id).single()).data!.status).toBe('pending');
     await page.close();
   });
@@ -295,8 +302,20 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
       await expect.poll(() => page.getByText('Finished in the last 24 hours').count()).toBe(1);
       const overview = await page.evaluate(() => fetch('/api/overview').then((r) => r.json()));
       expect(Date.now() - Date.parse(overview.finishedSince)).toBeGreaterThan(23 * 3_600_000);
+      expect(await page.locator('.bars-axis').textContent()).toBe('60 min ago30 min agonow');
       expect(waiting.status).toBe('pending');
       await page.close();
+
+      // The task list: a capability reads as one, and a task waiting on another says so.
+      const offered = await me.client.broadcast({ title: 'For any coder', requiredCapabilities: ['board-code'] });
+      const after = await me.client.handoff({ to: friend.id, title: 'After the open one', dependsOn: [waiting.id], allowOffline: true });
+      const list = await open(board, '#/tasks');
+      const offeredRow = list.locator(`tr[data-task="${offered.id}"]`);
+      await offeredRow.waitFor();
+      expect(await offeredRow.locator('.recipient').textContent()).toBe('any agent with board-code');
+      expect(await offeredRow.locator('.recipient .chip').textContent()).toBe('board-code');
+      expect(await list.locator(`tr[data-task="${after.id}"] .waiting`).textContent()).toBe(' waiting on 1');
+      await list.close();
     } finally {
       await board.close();
     }

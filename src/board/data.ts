@@ -19,10 +19,10 @@ export type BoardIdentity =
   | { kind: 'agent'; client: BatonClient };
 
 /** A row of the task table: what a list shows, without payloads and results. */
-const listColumns = 'id,title,status,priority,from_agent,to_agent,claimed_by,required_capabilities,progress_percent,created_at,updated_at,completed_at,parent_task_id,root_task_id';
+const listColumns = 'id,title,status,priority,from_agent,to_agent,claimed_by,required_capabilities,progress_percent,waiting_on,created_at,updated_at,completed_at,parent_task_id,root_task_id';
 const TaskRow = z.object({
   id: z.uuid(), title: z.string(), status: TaskStatus, priority: z.string(), from_agent: z.string(), to_agent: z.string().nullable(),
-  claimed_by: z.string().nullable(), required_capabilities: z.array(z.string()), progress_percent: z.number().nullable(),
+  claimed_by: z.string().nullable(), required_capabilities: z.array(z.string()), progress_percent: z.number().nullable(), waiting_on: z.number(),
   created_at: z.string(), updated_at: z.string(), completed_at: z.string().nullable(),
   parent_task_id: z.uuid().nullable(), root_task_id: z.uuid().nullable(),
 });

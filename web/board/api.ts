@@ -51,7 +51,7 @@ export interface AgentRow {
 }
 export interface TaskRow {
   id: string; title: string; status: Status; priority: string; from_agent: string; to_agent: string | null; claimed_by: string | null;
-  required_capabilities: string[]; progress_percent: number | null; created_at: string; updated_at: string; completed_at: string | null;
+  required_capabilities: string[]; progress_percent: number | null; waiting_on: number; created_at: string; updated_at: string; completed_at: string | null;
 }
 export interface TaskPage { rows: TaskRow[]; total: number; exact: boolean; page: number; size: number }
 export interface ChainNode {

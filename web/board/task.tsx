@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { act, get, type Session, type TaskDetail } from './api';
 import { progressText } from '../../src/text/words';
 import { LineageGraph } from './graph';
-import { ActionButton, Badge, JsonTree, Loading, Problem, Section, TaskLink, When, short, statusLabel, useLoad } from './ui';
+import { ActionButton, Badge, JsonTree, Loading, Problem, Recipient, Section, TaskLink, When, short, statusLabel, useLoad } from './ui';
 
 const openStatuses = ['pending', 'claimed', 'in_progress', 'input_required'];
 const size = (n: number | null) => (n === null ? '—' : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
@@ -20,7 +20,7 @@ export function TaskView({ id, session }: { id: string; session: Session }) {
       <Problem error={error} />
       <dl class="facts">
         <dt>Id</dt><dd><code>{task.id}</code></dd>
-        <dt>From → to</dt><dd>{task.from_agent} → {task.to_agent ?? `anyone with ${task.required_capabilities.join(', ') || 'no capability'}`}</dd>
+        <dt>From → to</dt><dd>{task.from_agent} → <Recipient task={task} /></dd>
         <dt>Held by</dt><dd>{task.claimed_by ?? '—'}</dd>
         <dt>Priority</dt><dd>{task.priority}</dd>
         <dt>Attempts</dt><dd>{task.attempts} of {task.max_attempts}</dd>
@@ -97,14 +97,18 @@ function ArtifactJson({ taskId, name }: { taskId: string; name: string }) {
   );
 }
 
-/** Cancel, reassign and answer are the sender's; retry the sender's or the operator's. The database decides. */
+/**
+ * Cancel, reassign and answer are the sender's; retry the sender's or the operator's. Only what the
+ * database would let this board do is offered (it decides all the same).
+ */
 function Actions({ detail, session, done }: { detail: TaskDetail; session: Session; done(): void }) {
   const { task } = detail;
   const [answer, setAnswer] = useState('');
   const [to, setTo] = useState('');
-  const mine = session.kind === 'operator' || session.id === task.from_agent;
-  const open = openStatuses.includes(task.status);
-  if (!mine || !(open || task.status === 'failed')) return null;
+  const sender = session.kind === 'agent' && session.id === task.from_agent;
+  const open = sender && openStatuses.includes(task.status);
+  const retry = task.status === 'failed' && (sender || session.kind === 'operator');
+  if (!open && !retry) return null;
   return (
     <div class="actions" aria-label="actions">
       {task.status === 'input_required' && (
@@ -120,7 +124,7 @@ function Actions({ detail, session, done }: { detail: TaskDetail; session: Sessi
         </form>
       )}
       {open && <ActionButton label="Cancel task" kind="danger" run={() => act({ action: 'cancel', task: task.id, reason: 'cancelled from the board' })} done={done} />}
-      {task.status === 'failed' && <ActionButton label="Retry" kind="primary" run={() => act({ action: 'retry', task: task.id })} done={done} />}
+      {retry && <ActionButton label="Retry" kind="primary" run={() => act({ action: 'retry', task: task.id })} done={done} />}
     </div>
   );
 }

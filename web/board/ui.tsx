@@ -57,6 +57,13 @@ export function Badge({ status }: { status: Status }) {
   return <span class={`badge s-${status}`}>{statusLabel(status)}</span>;
 }
 
+/** Whom a task is for: its agent, or any agent holding its capabilities (chips, not names). */
+export function Recipient({ task }: { task: { to_agent: string | null; required_capabilities: string[] } }) {
+  if (task.to_agent) return <>{task.to_agent}</>;
+  if (!task.required_capabilities.length) return <span class="muted">anyone</span>;
+  return <span class="recipient"><span class="muted">any agent with </span>{task.required_capabilities.map((c) => <span class="chip" key={c}>{c}</span>)}</span>;
+}
+
 export const short = (id: string) => id.slice(0, 8);
 export function TaskLink({ id, title }: { id: string; title?: string }) {
   return <a href={`#/task/${id}`} class="task-link"><code>{short(id)}</code>{title ? ` ${title}` : ''}</a>;

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { act, get, statuses, type AgentRow, type DeadLetterRow, type Overview, type ScheduleRow, type Session, type Status, type TaskPage } from './api';
 import { rhythmOf } from '../../src/text/words';
-import { ActionButton, Badge, Loading, Problem, Section, TaskLink, When, statusLabel, useLoad } from './ui';
+import { ActionButton, Badge, Loading, Problem, Recipient, Section, TaskLink, When, statusLabel, useLoad } from './ui';
 
 export function OverviewView() {
   const { data, error } = useLoad(() => get<Overview>('overview'), []);
@@ -42,6 +42,7 @@ export function OverviewView() {
           })}
           <line x1="0" y1="118.5" x2="600" y2="118.5" class="axis" />
         </svg>
+        <div class="bars-axis" aria-hidden="true"><span>60 min ago</span><span>30 min ago</span><span>now</span></div>
         <p class="legend"><span class="key bar-done" aria-hidden="true" /> completed <span class="key bar-fail" aria-hidden="true" /> failed, cancelled or rejected</p>
       </Section>
     </>
@@ -134,9 +135,10 @@ export function TasksView({ filters, go }: { filters: TaskFilters; go(next: Task
                 {data.rows.map((t) => (
                   <tr key={t.id} data-task={t.id}>
                     <td><TaskLink id={t.id} title={t.title} /></td>
-                    <td><Badge status={t.status} />{t.progress_percent !== null && t.status === 'in_progress' && <span class="muted"> {t.progress_percent}%</span>}</td>
+                    <td><Badge status={t.status} />{t.progress_percent !== null && t.status === 'in_progress' && <span class="muted"> {t.progress_percent}%</span>}
+                      {t.status === 'pending' && t.waiting_on > 0 && <span class="waiting"> waiting on {t.waiting_on}</span>}</td>
                     <td>{t.priority}</td>
-                    <td>{t.from_agent} → {t.to_agent ?? (t.required_capabilities.length ? t.required_capabilities.join(', ') : 'anyone')}</td>
+                    <td>{t.from_agent} → <Recipient task={t} /></td>
                     <td>{t.claimed_by ?? <span class="muted">—</span>}</td>
                     <td><When at={t.created_at} /></td>
                     <td><When at={t.updated_at} /></td>
@@ -201,7 +203,7 @@ export function SchedulesView() {
                 <tr key={s.id} data-schedule={s.name}>
                   <td><strong>{s.name}</strong>{!s.enabled && <span class="chip">paused</span>}</td>
                   <td><code>{s.schedule}</code></td>
-                  <td>{s.template.title} <span class="muted">{s.from_agent} → {s.to_agent ?? s.required_capabilities.join(', ')}</span></td>
+                  <td>{s.template.title} <span class="muted">{s.from_agent} → </span><Recipient task={s} /></td>
                   <td>{s.enabled ? <When at={s.next_run_at} /> : '—'}</td>
                   <td><When at={s.last_run_at} />{s.last_error && <div class="problem-inline">{s.last_error}</div>}</td>
                   <td>
