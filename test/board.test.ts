@@ -304,6 +304,15 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
       expect(Date.now() - Date.parse(overview.finishedSince)).toBeGreaterThan(23 * 3_600_000);
       expect(await page.locator('.bars-axis').textContent()).toBe('60 min ago30 min agonow');
       expect(waiting.status).toBe('pending');
+      // The live feed: what moves while the page is open, newest first, each a link to its task.
+      expect(await page.locator('.feed').count()).toBe(0);
+      const [claimed] = await friend.client.claimNext({ start: true, limit: 1 });
+      expect(claimed!.id).toBe(waiting.id);
+      const moved = page.locator(`.feed [data-feed-task="${waiting.id}"]`).first();
+      await moved.waitFor();
+      expect(await moved.locator('.badge').textContent()).toMatch(/claimed|in progress/);
+      expect(await moved.locator('a').getAttribute('href')).toBe(`#/task/${waiting.id}`);
+      await shoot(page, 'overview-agent');
       await page.close();
 
       // The task list: a capability reads as one, and a task waiting on another says so.

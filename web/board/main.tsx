@@ -1,9 +1,9 @@
 /** The board's shell: who it is, the navigation, the live connection, the theme, and the page shown. */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { get, setCsrf, type Session } from './api';
+import { get, setCsrf, type Session, type Status } from './api';
 import { TaskView } from './task';
-import { Changes, Problem } from './ui';
+import { Changes, Feed, Problem, type FeedEntry } from './ui';
 import { AgentsView, DeadLettersView, OverviewView, SchedulesView, TasksView, type TaskFilters } from './views';
 import type { Refusal } from './api';
 
@@ -28,9 +28,16 @@ function useRoute(): Route {
   return route;
 }
 
-/** Counts the server's change events (at most one render in 250 ms), and whether push is up. */
-function useLive(): { changes: number; push: boolean | undefined; connected: boolean } {
+/** How many moves the overview's live feed keeps. */
+const FEED_LENGTH = 30;
+
+/**
+ * Counts the server's change events (at most one render in 250 ms), keeps the feed of what moved, and
+ * whether push is up.
+ */
+function useLive(): { changes: number; feed: FeedEntry[]; push: boolean | undefined; connected: boolean } {
   const [changes, setChanges] = useState(0);
+  const [feed, setFeed] = useState<FeedEntry[]>([]);
   const [push, setPush] = useState<boolean>();
   const [connected, setConnected] = useState(false);
   useEffect(() => {
@@ -39,12 +46,18 @@ function useLive(): { changes: number; push: boolean | undefined; connected: boo
     source.addEventListener('open', () => setConnected(true));
     source.addEventListener('error', () => setConnected(false));
     source.addEventListener('push', (e) => setPush(JSON.parse((e as MessageEvent).data).up));
-    source.addEventListener('change', () => {
+    source.addEventListener('change', (e) => {
+      const { tasks } = JSON.parse((e as MessageEvent).data) as { tasks: Array<{ id: string; status: Status }> };
+      if (tasks.length) {
+        const at = new Date().toISOString();
+        // A change heard on two topics (the sender's and the holder's) is one move.
+        setFeed((old) => [...tasks.filter((t) => old.find((o) => o.id === t.id)?.status !== t.status).map((t) => ({ at, ...t })).reverse(), ...old].slice(0, FEED_LENGTH));
+      }
       if (pending === undefined) pending = window.setTimeout(() => { pending = undefined; setChanges((n) => n + 1); }, 250);
     });
     return () => source.close();
   }, []);
-  return { changes, push, connected };
+  return { changes, feed, push, connected };
 }
 
 function useTheme(): [string, () => void] {
@@ -80,7 +93,7 @@ function App() {
   const who = !session ? '…' : session.kind === 'operator' ? 'operator (sees everything)' : `agent ${session.id}`;
   const liveText = !live.connected ? 'disconnected' : live.push === false ? 'live (polling: push is down)' : 'live';
   return (
-    <Changes.Provider value={live.changes}>
+    <Changes.Provider value={live.changes}><Feed.Provider value={live.feed}>
       <a class="skip" href="#main">Skip to content</a>
       <header class="top">
         <h1><a href="#/">Baton</a></h1>
@@ -101,7 +114,7 @@ function App() {
         <Problem error={error} />
         {session && <Page route={route} session={session} />}
       </main>
-    </Changes.Provider>
+    </Feed.Provider></Changes.Provider>
   );
 }
 

@@ -7,6 +7,10 @@ import { Refusal, type Status } from './api';
 /** Bumped on every change the server pushes: views that read it load again. */
 export const Changes = createContext(0);
 
+/** What moved since the page opened, newest first: each task's changes of status as the server pushed them. */
+export interface FeedEntry { at: string; id: string; status: Status }
+export const Feed = createContext<FeedEntry[]>([]);
+
 export interface Loaded<T> { data: T | undefined; error: Refusal | undefined; reload(): void }
 
 /** Loads `fetch()` now, whenever `keys` change and whenever the server says something changed. */

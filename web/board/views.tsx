@@ -1,8 +1,8 @@
 /** The board's pages: overview, agents, tasks, one task, dead letters, schedules. */
-import { useState } from 'preact/hooks';
+import { useContext, useState } from 'preact/hooks';
 import { act, get, statuses, type AgentRow, type DeadLetterRow, type Overview, type ScheduleRow, type Session, type Status, type TaskPage } from './api';
 import { rhythmOf } from '../../src/text/words';
-import { ActionButton, Badge, Loading, Problem, Recipient, Section, TaskLink, When, statusLabel, useLoad } from './ui';
+import { ActionButton, Badge, Feed, Loading, Problem, Recipient, Section, TaskLink, When, statusLabel, useLoad } from './ui';
 
 export function OverviewView() {
   const { data, error } = useLoad(() => get<Overview>('overview'), []);
@@ -20,6 +20,7 @@ export function OverviewView() {
         <div class="card"><span class="big">{done}</span> completed in the last hour</div>
         <a class="card" href="#/dead-letters"><span class="big">{failed}</span> failed in the last hour</a>
       </div>
+      <LiveFeed />
       <Section title="Tasks by status">
         <p class="legend">Open, all of them</p>
         <StatusCounts data={data} of={statuses.slice(0, 4)} />
@@ -46,6 +47,20 @@ export function OverviewView() {
         <p class="legend"><span class="key bar-done" aria-hidden="true" /> completed <span class="key bar-fail" aria-hidden="true" /> failed, cancelled or rejected</p>
       </Section>
     </>
+  );
+}
+
+/** What moved since this page opened, newest first: hand-offs, claims, questions, completions, failures. */
+function LiveFeed() {
+  const feed = useContext(Feed);
+  return (
+    <Section title="Live">
+      {feed.length === 0 ? <p class="muted">Nothing has moved since this page opened; hand-offs, claims and results appear here as they happen.</p> : (
+        <ol class="feed" aria-live="polite">
+          {feed.map((e) => <li key={`${e.id}-${e.status}-${e.at}`} data-feed-task={e.id}><When at={e.at} /> <Badge status={e.status} /> <TaskLink id={e.id} /></li>)}
+        </ol>
+      )}
+    </Section>
   );
 }
 
