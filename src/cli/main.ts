@@ -6,6 +6,7 @@ import { exitCodes, toExitError } from './exit.js';
 import { buildProgram, errorLine } from './program.js';
 import { nodeTooOld } from './package.js';
 import { tracingWanted } from '../telemetry/settings.js';
+import { transport } from '../client/transport.js';
 
 /**
  * Whether the command serves until stopped (a daemon, a server, a watch): its work is traced per task
@@ -54,6 +55,8 @@ async function main(argv: string[]): Promise<number> {
     return exitCodes.usage;
   }
   try {
+    // A command that serves (a daemon, a server) keeps undici's pool; any other sends a request or two and exits.
+    transport.oneShot = !serving(argv);
     const program = buildProgram(argv);
     // Only what the command needs is loaded, when it runs (context.ts): `baton --version` loads none of it.
     if (tracingWanted()) await traced(program, argv);

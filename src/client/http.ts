@@ -6,14 +6,22 @@
  *
  * It speaks to a Supabase API (or Baton's gateway) only: no redirects, no cookies, no caching, which
  * supabase-js's REST calls do not use. A failure to connect is reported as fetch reports it, a TypeError
- * "fetch failed" whose cause says why, so supabase-js and Baton word it as they always have.
+ * "fetch failed" whose cause says why, so supabase-js and Baton word it as they always have. A one-shot
+ * CLI command sends with Node's fetch instead (transport.ts), by the same deadlines and with the same
+ * failures.
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { Agent, errors, request } from 'undici';
+import type { Agent } from 'undici';
 import { ending, isUntraced, tracer, traceHeaders, tracing } from '../telemetry/tracing.js';
+import { transport } from './transport.js';
 
-/** One keep-alive pool per process, shared by every client in it. */
-const dispatcher = new Agent({ keepAliveTimeout: 10_000 });
+/** undici, loaded with the first pooled request, and one keep-alive pool per process, shared by every client in it. */
+let undici: { request: typeof import('undici').request; dispatcher: Agent } | undefined;
+async function pooled() {
+  const { Agent: Pool, request } = await import('undici');
+  undici ??= { request, dispatcher: new Pool({ keepAliveTimeout: 10_000 }) };
+  return undici;
+}
 
 /**
  * How long a request may wait for its answer, in ms, before it counts as lost: the connection is
@@ -65,10 +73,12 @@ export function headersOf(init: HeadersInit | undefined): Record<string, string>
   return init as Record<string, string>;
 }
 
+/** The caller's own abort (undici's RequestAbortedError is an AbortError too), not a failure to reach. */
 function isAbort(err: unknown): boolean {
-  return err instanceof errors.RequestAbortedError
-    || (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'));
+  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
 }
+
+const failed = () => { for (const listener of requestErrorListeners) listener(); };
 
 /** The calls that hand work off, whose context the tasks they make record. */
 const handoffCalls = new Set(['rpc/handoff_task', 'rpc/handoff_tasks', 'rpc/fan_out']);
@@ -128,9 +138,11 @@ const send: typeof fetch = async (input, init = {}) => {
   if (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) {
     throw new TypeError('batonFetch sends a string or bytes as the body');
   }
+  const deadline = deadlineFor(String(input));
+  if (transport.oneShot) return sendOnce(String(input), { method, headers: headersOf(init.headers), body: body ?? null, signal: init.signal ?? null }, deadline);
+  const { request, dispatcher } = undici ?? await pooled();
   let answer: Awaited<ReturnType<typeof request>>;
   try {
-    const deadline = deadlineFor(String(input));
     answer = await request(input, {
       method: method as never,
       headers: headersOf(init.headers),
@@ -142,10 +154,10 @@ const send: typeof fetch = async (input, init = {}) => {
     });
   } catch (err) {
     if (isAbort(err)) throw err;
-    for (const listener of requestErrorListeners) listener();
+    failed();
     throw new TypeError('fetch failed', { cause: err });
   }
-  if (answer.statusCode >= 500) for (const listener of requestErrorListeners) listener();
+  if (answer.statusCode >= 500) failed();
   // As pairs: the Response makes its Headers from them once.
   const headers: Array<[string, string]> = [];
   for (const [name, value] of Object.entries(answer.headers)) {
@@ -156,6 +168,25 @@ const send: typeof fetch = async (input, init = {}) => {
   const content = empty ? (await answer.body.dump(), null) : new Uint8Array(await answer.body.arrayBuffer());
   return new BufferedResponse(content, { status: answer.statusCode, headers });
 };
+
+/**
+ * One request with Node's fetch, for a one-shot command: the deadline ends it as the pool's timeouts
+ * do, as a failure to reach (not as the caller's abort), with the answer read whole within it.
+ */
+async function sendOnce(url: string, init: RequestInit & { signal: AbortSignal | null }, deadline: number): Promise<Response> {
+  const timeout = AbortSignal.timeout(deadline);
+  try {
+    const answer = await fetch(url, { ...init, signal: init.signal ? AbortSignal.any([init.signal, timeout]) : timeout });
+    if (answer.status >= 500) failed();
+    const empty = bodiless.has(answer.status) || init.method === 'HEAD';
+    const content = empty ? null : new Uint8Array(await answer.arrayBuffer());
+    return new BufferedResponse(content, { status: answer.status, statusText: answer.statusText, headers: answer.headers });
+  } catch (err) {
+    if (isAbort(err) && !timeout.aborted) throw err;
+    failed();
+    throw err instanceof TypeError ? err : new TypeError('fetch failed', { cause: err });
+  }
+}
 
 /**
  * A Response whose body is already in memory, read without a stream. A Response made from bytes wraps
