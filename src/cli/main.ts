@@ -14,7 +14,7 @@ import { transport } from '../client/transport.js';
  */
 function serving(argv: string[]): boolean {
   const [first, second] = argv.slice(2).filter((word) => !word.startsWith('-'));
-  return ['mcp', 'a2a', 'board', 'watch'].includes(first ?? '') || (first === 'agent' && second === 'run');
+  return ['mcp', 'a2a', 'board', 'watch'].includes(first ?? '') || (first === 'agent' && second === 'run') || (first === 'stack' && second === 'serve');
 }
 
 /**

@@ -11,17 +11,12 @@
  * failures.
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import type { Agent } from 'undici';
 import { ending, isUntraced, tracer, traceHeaders, tracing } from '../telemetry/tracing.js';
 import { transport } from './transport.js';
 
-/** undici, loaded with the first pooled request, and one keep-alive pool per process, shared by every client in it. */
-let undici: { request: typeof import('undici').request; dispatcher: Agent } | undefined;
-async function pooled() {
-  const { Agent: Pool, request } = await import('undici');
-  undici ??= { request, dispatcher: new Pool({ keepAliveTimeout: 10_000 }) };
-  return undici;
-}
+/** undici's pool (pool.ts), loaded with the first pooled request. */
+let undici: typeof import('./pool.js') | undefined;
+const pooled = async () => (undici ??= await import('./pool.js'));
 
 /**
  * How long a request may wait for its answer, in ms, before it counts as lost: the connection is
