@@ -22,7 +22,8 @@ const node = /\d+/.exec(engines.node)[0];
 
 // The chunks of an earlier build go: their names carry their content's hash.
 for (const file of fs.readdirSync(out)) if (/^chunk-.*\.js(\.map)?$/.test(file)) fs.rmSync(path.join(out, file));
-await build({
+const { metafile } = await build({
+  metafile: true,
   entryPoints: { index: path.join(out, 'main.js') },
   outdir: out,
   chunkNames: 'chunk-[hash]',
@@ -35,4 +36,11 @@ await build({
     '@opentelemetry/*', 'express', '@a2a-js/sdk', '@modelcontextprotocol/sdk', 'prom-client', 'node-cron',
   ],
 });
+// A CommonJS package bundled in and loaded by a dynamic import() loses its named exports ('t is not a
+// constructor'): a module of Baton's own imports it statically, and that module is what is imported
+// dynamically (src/client/pool.ts, json-schema.ts).
+const loose = Object.entries(metafile.inputs).flatMap(([file, { imports }]) => imports
+  .filter((i) => i.kind === 'dynamic-import' && !i.external && metafile.inputs[i.path]?.format === 'cjs')
+  .map((i) => `${file} imports ${i.path} dynamically`));
+if (loose.length) throw new Error(`import these through a module of Baton's own instead:\n${loose.join('\n')}`);
 fs.chmodSync(path.join(out, 'index.js'), 0o755);
