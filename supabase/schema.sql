@@ -443,6 +443,8 @@ UNION ALL
     (now() - '1 day'::interval) AS since
    FROM (unnest('{completed,failed,rejected,cancelled}'::public.task_status[]) f(status)
      LEFT JOIN public.task_handoffs t ON (((t.status = f.status) AND (t.completed_at > (now() - '1 day'::interval)))))
+  WHERE (EXISTS ( SELECT
+           FROM public.agents))
   GROUP BY f.status;
 
 create view public.task_lineage with (security_invoker=true) as
