@@ -27,12 +27,14 @@ export interface OwnStack {
   newAgent(prefix: string, options?: { capabilities?: string[]; maxConcurrent?: number }): Promise<TestAgent>;
 }
 
-/** Starts a stack before the file's tests and stops it after; read `env` and `admin` inside tests. */
+/**
+ * Starts a stack before the file's tests and stops it after; read `dir`, `env` and `admin` inside tests.
+ * Its folder is made then too, so a run that filters the file's tests out leaves none behind.
+ */
 export function ownStack(prefix: string): OwnStack {
-  const dir = makeStackDir(`baton-${prefix}-`);
   let stack: Stack | undefined;
   const own = {
-    dir,
+    dir: '',
     env: undefined as unknown as StackEnv,
     adminUrl: '',
     admin: undefined as unknown as AdminClient,
@@ -45,8 +47,9 @@ export function ownStack(prefix: string): OwnStack {
     },
   };
   beforeAll(async () => {
+    own.dir = makeStackDir(`baton-${prefix}-`);
     const apiPort = await freePort();
-    stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
+    stack = await startStack({ dir: own.dir, apiPort, dbPort: await freePort([apiPort]) });
     own.env = stack.env;
     own.adminUrl = stack.adminUrl;
     own.gateway = stack.gateway;
@@ -55,7 +58,7 @@ export function ownStack(prefix: string): OwnStack {
   });
   afterAll(async () => {
     await stack?.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    if (own.dir) fs.rmSync(own.dir, { recursive: true, force: true });
   });
   return own;
 }
