@@ -60,7 +60,6 @@ export function resolveArtifact(row: Artifact & { content?: string | null }): Re
   return resolved;
 }
 
-
 /**
  * Refuses a JSON artifact that does not satisfy the json_schema the task declares for its name, with
  * each problem's path and message.

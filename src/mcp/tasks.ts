@@ -82,6 +82,8 @@ const uuid = z.uuid();
 export class BatonTaskStore implements TaskStore {
   /** The questions put to the host from this process, by message id, so that each is put once. */
   private readonly asked = new Set<string>();
+  /** The version of each task (its updated_at) whose thread was last read for a question. */
+  private readonly looked = new Map<string, string>();
   server?: Server;
   /** Told of every task a host reads through the store, so that its changes can be told to the host. */
   onRead?: (taskId: string) => void;
@@ -142,7 +144,9 @@ export class BatonTaskStore implements TaskStore {
    * restarted server puts it again, its queue being gone).
    */
   private async putQuestion(task: Task): Promise<void> {
-    if (!this.server) return;
+    // A host polls while it waits: the thread is read once per change of the task, not once per poll.
+    if (!this.server || this.looked.get(task.id) === task.updated_at) return;
+    this.looked.set(task.id, task.updated_at);
     const [question] = await this.agent.client.messages({ taskId: task.id, kind: 'question', limit: 1 });
     if (!question || this.asked.has(question.id)) return;
     this.asked.add(question.id);
