@@ -34,6 +34,24 @@ describe('the agent daemon', () => {
     expect(instance.peers.map((p) => p.id)).toContain(boss.id);
   });
 
+  it('tells the sender again after a pause when its handler failed, not at the next slow poll', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const calls: string[] = [];
+    // Push is up, so the safety-net poll that used to be the only second chance is ten minutes away.
+    const { lines } = await daemon(boss, {
+      slowPollSeconds: 600,
+      onResult: (task) => { calls.push(task.id); if (calls.length === 1) throw new Error('the gateway is restarting'); },
+    });
+    await daemon(worker, { executors: { '*': () => 'done' } });
+    const task = await boss.client.handoff({ to: worker.id, title: 'told twice' });
+    await eventually(async () => calls.length >= 2, 60_000, 'the result delivered again');
+    expect(calls).toEqual([task.id, task.id]);
+    expect(lines.find((l) => l.msg === 'onResult failed; it will run again')).toMatchObject({ taskId: task.id });
+    const [result] = await boss.client.messages({ taskId: task.id, kind: 'result' });
+    expect(result!.read_at).not.toBeNull();
+  }, 120_000);
+
   it('claims nothing when it has no executors: it only sends work', async () => {
     const boss = await newAgent('boss');
     const sender = await newAgent('sender');

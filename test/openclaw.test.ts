@@ -151,7 +151,7 @@ beforeAll(async () => {
   fs.writeFileSync(file, JSON.stringify({ tell: { openclaw: gatewayA.url, tokenEnv: 'ALICE_OPENCLAW_TOKEN' } }));
   process.env.ALICE_OPENCLAW_TOKEN = tokenA;
   const { every: _every, ...options } = await loadAgentFile(file);
-  await daemon(alice, options);
+  await daemon(alice, { ...options, log: pino({ base: undefined }, pino.destination({ dest: path.join(root, 'alice.log'), sync: true })) });
   await startBob();
 }, 600_000);
 
@@ -166,6 +166,13 @@ afterAll(async () => {
 
 const toldA = (taskId: string, words: string) => model.turns.some((t) => t.model === 'gateway-a' && t.inbound.includes(taskId) && t.inbound.includes(words));
 
+/** Waits for A's agent to be told `words` about a task; a failure says what A's daemon and gateway A did. */
+const waitToldA = (taskId: string, words: string, what: string) => eventually(async () => toldA(taskId, words), 90_000, what)
+  .catch((err: Error) => {
+    const turns = model.turns.filter((t) => t.model === 'gateway-a').map((t) => t.inbound.slice(0, 200));
+    throw new Error(`${err.message}: ${JSON.stringify({ turns, daemon: fs.readFileSync(path.join(root, 'alice.log'), 'utf8').slice(-4000), gateway: gatewayA.log().slice(-4000) }, null, 1)}`);
+  });
+
 describe('Baton between OpenClaw gateways', () => {
   it('hands work from gateway A\'s agent to a capability, done by gateway B\'s agent, with the result told to A', async () => {
     const id = await askA(2, 3, 'plain');
@@ -177,7 +184,7 @@ describe('Baton between OpenClaw gateways', () => {
     expect(worked.length).toBeGreaterThan(0);
     expect(worked[0]!.system).toContain('<name>baton</name>');
     // A's agent is told, without asking.
-    await eventually(async () => toldA(id, 'is completed'), 60_000, 'gateway A\'s agent to be told the result');
+    await waitToldA(id, 'is completed', 'gateway A\'s agent to be told the result');
     expect(model.turns.find((t) => t.model === 'gateway-a' && t.inbound.includes(id) && t.inbound.includes('is completed'))!.inbound).toContain('The sum is 5.');
   }, 240_000);
 
@@ -238,14 +245,14 @@ describe('Baton between OpenClaw gateways', () => {
 
   it('carries B\'s question to A\'s agent and A\'s answer back into B\'s conversation', async () => {
     const id = await askA(2, 3, 'ask');
-    await eventually(async () => toldA(id, 'Which unit?'), 90_000, 'gateway A\'s agent to be asked');
+    await waitToldA(id, 'Which unit?', 'gateway A\'s agent to be asked');
     const done = await eventually(async () => { const t = await alice.client.getTask(id); return t.status === 'completed' && t; }, 90_000, 'the answered task to complete');
     expect(done.result?.summary).toBe('The sum is 5 metres.');
     const [question] = await alice.client.messages({ taskId: id, kind: 'question' });
     const [answer] = await alice.client.messages({ taskId: id, kind: 'answer' });
     expect(question).toMatchObject({ from_agent: bob.id, body: { text: 'Which unit?' } });
     expect(answer).toMatchObject({ from_agent: alice.id, body: { text: 'in metres' } });
-    await eventually(async () => toldA(id, 'is completed'), 60_000, 'gateway A\'s agent to be told the result');
+    await waitToldA(id, 'is completed', 'gateway A\'s agent to be told the result');
   }, 300_000);
 
   it('takes work from gateway A\'s outbound A2A peer (baton a2a), sent as A\'s Baton agent, and tells A the result', async () => {
@@ -255,7 +262,7 @@ describe('Baton between OpenClaw gateways', () => {
     expect(task).toMatchObject({ from_agent: alice.id, required_capabilities: ['math'] });
     const done = await eventually(async () => { const t = await alice.client.getTask(task.id); return t.status === 'completed' && t; }, 90_000, 'the task to complete');
     expect(done.result?.summary).toBe('The sum is 9.');
-    await eventually(async () => toldA(task.id, 'is completed'), 60_000, 'gateway A\'s agent to be told the result');
+    await waitToldA(task.id, 'is completed', 'gateway A\'s agent to be told the result');
   }, 240_000);
 
   it('ships a skill that skills-ref validates and OpenClaw lists as ready only with baton and its settings', async () => {

@@ -98,6 +98,8 @@ export class BatonAgent {
     pausedUntil: 0,
     pauseMs: 0,
   };
+  /** The pause before news whose handler failed is delivered again (0 while deliveries succeed). */
+  private redeliverMs = 0;
 
   constructor(private readonly options: AgentOptions) {
     this.client = createBatonClient(options);
@@ -238,7 +240,7 @@ export class BatonAgent {
         await untraced(async () => {
           let claim = wakes.has('work') || (wakes.has('slot') && this.claims.lastFull);
           if (wakes.has('poll')) claim = (await this.pollRound()) || claim;
-          if (wakes.has('results')) await deliverResults(this.client, this.options, this.log);
+          if (wakes.has('results')) await this.deliver();
           if (claim) await this.claimFree();
         });
         this.outage.ok();
@@ -261,8 +263,22 @@ export class BatonAgent {
     if (this.push && this.push.downForMs > pushStuckMs) this.relisten();
     if (this.push?.up && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
     this.claims.lastOnPoll = Date.now();
-    await deliverResults(this.client, this.options, this.log);
+    await this.deliver();
     return true;
+  }
+
+  /**
+   * Delivers the results of, and questions on, the tasks this agent sent. News whose handler failed (a
+   * gateway restarting, say) is delivered again after a pause, 5 s doubling up to the slow poll, not
+   * left to the safety-net poll a minute away.
+   */
+  private async deliver(): Promise<void> {
+    if (!(await deliverResults(this.client, this.options, this.log))) {
+      this.redeliverMs = 0;
+      return;
+    }
+    this.redeliverMs = Math.min(Math.max(this.redeliverMs * 2, AWAY_PAUSE_MS), this.slowPollMs());
+    this.bell.ringAt('results', Date.now() + this.redeliverMs);
   }
 
   /**

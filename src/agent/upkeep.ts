@@ -134,8 +134,10 @@ export class Upkeep {
 /**
  * Runs `onResult` once for each result message of a task this agent sent, and `onQuestion` once for
  * each question asked on one, oldest first; each message is marked read once its handler succeeded.
+ * Says how many handlers failed (their messages stay unread, for the next delivery).
  */
-export async function deliverResults(client: BatonClient, handlers: Pick<AgentOptions, 'onResult' | 'onQuestion'>, log: Logger): Promise<void> {
+export async function deliverResults(client: BatonClient, handlers: Pick<AgentOptions, 'onResult' | 'onQuestion'>, log: Logger): Promise<number> {
+  let failed = 0;
   for (const kind of ['question', 'result'] as const) {
     const handler = kind === 'result' ? handlers.onResult : handlers.onQuestion;
     if (!handler) continue;
@@ -146,11 +148,13 @@ export async function deliverResults(client: BatonClient, handlers: Pick<AgentOp
         await handler(await client.getTask(message.task_id), message);
       } catch (err) {
         log.error({ err, taskId: message.task_id }, `${kind === 'result' ? 'onResult' : 'onQuestion'} failed; it will run again`);
+        failed += 1;
         continue;
       }
       await client.markRead([message.id]);
     }
   }
+  return failed;
 }
 
 /** Stops work whose claim is no longer the agent's (cancelled, re-queued, reassigned); renews the rest. */
