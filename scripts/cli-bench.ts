@@ -3,8 +3,9 @@
  * a fresh process each time. Beside each CLI call, the bare Node process it is measured against:
  *
  * - `baton --version` against `node -e 0` (target: within 1.3×);
- * - `baton show <id>` against a Node script that makes the same two requests with fetch (the task read
- *   and the heartbeat that goes with it) and prints the answer (target: within 1.5×);
+ * - `baton show <id>` against a Node script that makes the same four requests with fetch, at once as
+ *   `show` does (the task, its events, its messages, and the heartbeat that goes with a read) and
+ *   prints the answer (target: within 1.5×);
  * - the same two commands from tsc's unbundled output (dist/cli/main.js), to show what the bundle saves.
  *
  * Wall time of each process from spawn to exit, the kinds alternating, medians of BENCH_RUNS rounds
@@ -39,22 +40,26 @@ try {
   const { token } = await admin.createAgent({ id: 'bench-cli' });
   const task = await createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token })
     .handoff({ to: 'bench-cli', title: 'read me', allowOffline: true });
-  // The bare process: the same two requests `baton show` makes, with Node's fetch.
+  // The bare process: the four requests `baton show` makes, at once as it makes them, with Node's fetch.
   const bare = path.join(dir, 'bare-fetch.mjs');
   fs.writeFileSync(bare, `
 const { SUPABASE_URL: url, SUPABASE_PUBLISHABLE_KEY: apikey, BATON_AGENT_TOKEN: token } = process.env;
 const headers = { apikey, authorization: 'Bearer ' + token, 'content-type': 'application/json' };
-const [task] = await Promise.all([
-  fetch(url + '/rest/v1/task_handoffs?select=*&id=eq.' + process.argv[2], { headers }).then((r) => r.json()),
+const id = process.argv[2];
+const read = (query) => fetch(url + '/rest/v1/' + query, { headers }).then((r) => r.json());
+const [task, events, messages] = await Promise.all([
+  read('task_handoffs?select=*&id=eq.' + id),
+  read('task_events?select=*&task_id=eq.' + id + '&order=id.asc'),
+  read('agent_messages?select=*&task_id=eq.' + id + '&order=created_at.desc&limit=200'),
   fetch(url + '/rest/v1/rpc/send_heartbeat', { method: 'POST', headers, body: JSON.stringify({ p_active: true }) }).then((r) => r.json()),
 ]);
-console.log(JSON.stringify(task[0]));
+console.log(JSON.stringify({ task: task[0], events, messages }));
 `);
   const childEnv = { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, NO_COLOR: '1' };
   const kinds: Record<string, string[]> = {
     'node -e 0': ['-e', '0'],
     'baton --version': [bundled, '--version'],
-    'bare fetch (2 requests)': [bare, task.id],
+    'bare fetch (4 requests)': [bare, task.id],
     'baton show <id>': [bundled, 'show', task.id],
     'unbundled baton --version': [unbundled, '--version'],
     'unbundled baton show <id>': [unbundled, 'show', task.id],
@@ -79,12 +84,12 @@ console.log(JSON.stringify(task[0]));
   const row = (kind: string, base: string, target: string) =>
     say(`| ${kind} | ${m[kind]!.toFixed(0)} | ${base} (${m[base]!.toFixed(0)}) | ${(m[kind]! / m[base]!).toFixed(2)} | ${target} |`);
   row('baton --version', 'node -e 0', '≤ 1.3');
-  row('baton show <id>', 'bare fetch (2 requests)', '≤ 1.5');
+  row('baton show <id>', 'bare fetch (4 requests)', '≤ 1.5');
   row('unbundled baton --version', 'node -e 0', '');
-  row('unbundled baton show <id>', 'bare fetch (2 requests)', '');
+  row('unbundled baton show <id>', 'bare fetch (4 requests)', '');
   if (process.env.BENCH_CLI_ALSO) {
     row('other baton --version', 'node -e 0', '');
-    row('other baton show <id>', 'bare fetch (2 requests)', '');
+    row('other baton show <id>', 'bare fetch (4 requests)', '');
   }
 } finally {
   await stack.stop();

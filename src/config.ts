@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import dotenv from 'dotenv';
+import { parseEnv } from 'node:util';
 
 export const defaults = Object.freeze({
   apiPort: 54321,
@@ -74,10 +74,13 @@ export function projectRoot(cwd: string): string {
   for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
     if (fs.existsSync(path.join(dir, '.baton'))) return dir;
     const file = path.join(dir, '.env');
-    if (fs.existsSync(file) && Object.keys(dotenv.parse(fs.readFileSync(file))).some((k) => settingNames.includes(k))) return dir;
+    if (fs.existsSync(file) && Object.keys(readEnvFile(file)).some((k) => settingNames.includes(k))) return dir;
     if (path.dirname(dir) === dir) return path.resolve(cwd);
   }
 }
+
+/** A KEY=VALUE file, read as Node's own --env-file reads it (and dotenv, which agrees on what Baton writes). */
+const readEnvFile = (file: string): Record<string, string> => parseEnv(fs.readFileSync(file, 'utf8')) as Record<string, string>;
 
 /** The project's `.env`, or the file BATON_ENV_FILE names (which must then exist). */
 function readDotenv(cwd: string, root: string, env: NodeJS.ProcessEnv): Record<string, string> {
@@ -86,11 +89,11 @@ function readDotenv(cwd: string, root: string, env: NodeJS.ProcessEnv): Record<s
     if (!fs.existsSync(named)) {
       throw new ConfigError(`BATON_ENV_FILE names ${named}, which does not exist; point it at a KEY=VALUE file (e.g. one written by baton agent create --write-env)`);
     }
-    return dotenv.parse(fs.readFileSync(named));
+    return readEnvFile(named);
   }
   const file = path.join(root, '.env');
   if (!fs.existsSync(file)) return {};
-  return dotenv.parse(fs.readFileSync(file));
+  return readEnvFile(file);
 }
 
 function port(value: string | number | undefined, name: string, fallback: number): number {

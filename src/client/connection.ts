@@ -1,5 +1,5 @@
+import { createRequire } from 'node:module';
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
-import WebSocket from 'ws';
 import type { z } from 'zod';
 import type { Database, Json } from '../database.types.js';
 import { NotFoundError, toBatonError, unreadableAnswer, ValidationError } from '../errors.js';
@@ -20,6 +20,17 @@ export interface ConnectOptions {
   answered?: (sentAt: number, status: number, method: string) => void;
 }
 
+const load = createRequire(import.meta.url);
+
+/**
+ * The `ws` package's WebSocket (Node 20 has none of its own), loaded when push first connects: a CLI
+ * call that sends a request or two and exits never loads it.
+ */
+function WebSocketWhenNeeded(url: string, protocols?: string | string[]): object {
+  const Socket = load('ws') as new (url: string, protocols?: string | string[]) => object;
+  return new Socket(url, protocols);
+}
+
 /**
  * A supabase-js client for Baton: no sessions (agents are not users), a WebSocket that Node 20 lacks,
  * and a leaner fetch than Node's (src/client/http.ts).
@@ -37,7 +48,7 @@ export function connect({ url, apiKey, accessToken, headers, answered }: Connect
   return createClient<Database>(url, apiKey, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
     global: { fetch },
-    realtime: { transport: WebSocket as never },
+    realtime: { transport: WebSocketWhenNeeded as never },
     // Without an agent's token, the API key alone says who calls. supabase-js would otherwise hand the
     // key to Realtime as the join's access token, which an `sb_secret_…` key is not (it is no JWT): every
     // channel joined after the first connection would be refused.

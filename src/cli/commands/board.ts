@@ -1,5 +1,4 @@
 /** `baton board`: the web board, served on this machine for the people who run the agents. */
-import { spawn } from 'node:child_process';
 import { Option, type Command } from 'commander';
 import { adminClient, agentClient, configOf } from '../context.js';
 import { exitWhenDone } from '../exit.js';
@@ -30,7 +29,7 @@ Example:
       const board = await startBoard({ data, host: opts.host, port: opts.port, log });
       const who = data.who.kind === 'agent' ? `agent ${data.who.id}` : 'the operator';
       process.stdout.write(`Baton board, as ${who}: ${board.url}\nCtrl-C stops it.\n`);
-      if (opts.open) spawn(process.platform === 'darwin' ? 'open' : 'xdg-open', [board.url], { stdio: 'ignore', detached: true }).on('error', () => undefined).unref();
+      if (opts.open) (await import('node:child_process')).spawn(process.platform === 'darwin' ? 'open' : 'xdg-open', [board.url], { stdio: 'ignore', detached: true }).on('error', () => undefined).unref();
       await new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve);
         process.once('SIGINT', resolve);
