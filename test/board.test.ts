@@ -3,7 +3,8 @@
  * stack of its own: the page loads clean, a CLI hand-off appears and moves as a daemon runs it, its page
  * shows the history, the artifact's hash and the lineage graph, a dead letter is retried from the page,
  * an agent's board sees none of a stranger's tasks, a request without the access token is refused, and
- * axe finds no accessibility violation. Screenshots of each view go to test-results/board/.
+ * axe finds no accessibility violation. Screenshots of each view, light and dark, wide and on a phone, go to
+ * test-results/board/ (<view>-<scheme>-<size>.png).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -360,29 +361,38 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     await page.close();
   });
 
-  it('has no accessibility violations on any view, light or dark, and no console errors', async () => {
+  it('has no accessibility violations on any view, light or dark, wide or on a phone, fits a phone\'s width, and logs no console errors', async () => {
+    // A task of its own for the task view: a long title, a question waiting, an agent's long status line.
+    const [asker, sender] = await Promise.all([own.newAgent('shots-worker', { capabilities: ['review'] }), own.newAgent('shots-lead')]);
+    const task = await sender.client.handoff({ to: asker.id, title: `Review the parser's error recovery on inputs that end mid-token, ${'and more '.repeat(8)}`, allowOffline: true, payload: { files: ['src/parser.ts', 'src/lexer.ts'] } });
+    const claimed = await asker.client.claim(task.id);
+    await asker.client.start(task.id, claimed.claim_token!);
+    await asker.client.ask(task.id, 'Should a missing closing brace be reported once per file or once per block?');
+    const views = ['#/', '#/agents', '#/tasks', `#/task/${task.id}`, '#/dead-letters', '#/schedules'];
+    const name = (view: string) => (view === '#/' ? 'overview' : view.startsWith('#/task/') ? 'task-view' : view.slice(2));
     const page = await open(operator);
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.evaluate((s) => localStorage.setItem('baton-theme', s), scheme);
-      for (const view of ['#/', '#/agents', '#/tasks', '#/dead-letters', '#/schedules']) {
-        await page.goto(`${operator.origin}/${view}`);
-        await page.reload();
-        await page.locator('main h2, main .cards').first().waitFor();
-        await page.waitForLoadState('networkidle').catch(() => undefined);
-        // The page's CSP allows no inline script; axe is evaluated through the DevTools protocol instead.
-        await page.evaluate(axe.source);
-        const violations = await page.evaluate(async () => {
-          const result = await (window as unknown as { axe: typeof axe }).axe.run(document, { resultTypes: ['violations'] });
-          return result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
-        });
-        expect(violations, `${view} in ${scheme}`).toEqual([]);
+    for (const [size, viewport] of [['wide', { width: 1280, height: 900 }], ['phone', { width: 390, height: 844 }]] as const) {
+      await page.setViewportSize(viewport);
+      for (const scheme of ['light', 'dark'] as const) {
+        await page.evaluate((s) => localStorage.setItem('baton-theme', s), scheme);
+        for (const view of views) {
+          await page.goto(`${operator.origin}/${view}`);
+          await page.reload();
+          await page.locator('main h2, main .cards, #task-title').first().waitFor();
+          await page.waitForLoadState('networkidle').catch(() => undefined);
+          // The page's CSP allows no inline script; axe is evaluated through the DevTools protocol instead.
+          await page.evaluate(axe.source);
+          const violations = await page.evaluate(async () => {
+            const result = await (window as unknown as { axe: typeof axe }).axe.run(document, { resultTypes: ['violations'] });
+            return result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+          });
+          expect(violations, `${view} in ${scheme}, ${size}`).toEqual([]);
+          // Nothing makes the page itself scroll sideways (a wide table scrolls in its own box).
+          expect(await page.evaluate(() => document.documentElement.scrollWidth), `${view} in ${scheme}, ${size}`).toBeLessThanOrEqual(viewport.width);
+          await shoot(page, `${name(view)}-${scheme}-${size}`);
+        }
       }
-      await shoot(page, `overview-${scheme}`);
     }
-    await page.setViewportSize({ width: 390, height: 844 });
-    await page.goto(`${operator.origin}/#/tasks`);
-    await page.locator('table.tasks').waitFor();
-    await shoot(page, 'tasks-phone');
     expect(errorsOf.get(page)).toEqual([]);
     await page.close();
   });

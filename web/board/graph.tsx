@@ -47,14 +47,20 @@ export function LineageGraph({ nodes, current }: { nodes: ChainNode[]; current: 
           <polyline key={`${l.from}>${l.to}`} class={l.join ? 'edge join' : 'edge'} marker-end="url(#arrow)"
             points={l.points.map((p: { x: number; y: number }) => `${p.x},${p.y}`).join(' ')} data-from={l.from} data-to={l.to} />
         ))}
-        {layout.boxes.map(({ node, x, y }) => (
-          <a key={node.id} href={`#/task/${node.id}`} class={`node s-${node.status}${node.id === current ? ' current' : ''}`} data-task={node.id}
-            aria-label={`${node.title}: ${statusLabel(node.status)}${node.producer ? `, by ${node.producer}` : ''}`}>
-            <rect x={x} y={y} width={W} height={H} rx="6" />
-            <text x={x + 8} y={y + 19} class="node-title">{clip(node.title, 27)}</text>
-            <text x={x + 8} y={y + 38} class="node-meta">{clip(`${short(node.id)} · ${statusLabel(node.status)}${node.producer ? ` · ${node.producer}` : node.to_agent ? ` → ${node.to_agent}` : ''}`, 34)}</text>
-          </a>
-        ))}
+        {layout.boxes.map(({ node, x, y }) => {
+          const meta = `${short(node.id)} · ${statusLabel(node.status)}${node.producer ? ` · ${node.producer}` : node.to_agent ? ` → ${node.to_agent}` : ''}`;
+          const [shownTitle, shownMeta] = [clip(node.title, 27), clip(meta, 34)];
+          // Its name begins with the words it shows (WCAG 2.5.3, so a voice user can say them), then what they cut.
+          const cut = [shownTitle === node.title ? '' : node.title, shownMeta === meta ? '' : meta].filter(Boolean).join('; ');
+          return (
+            <a key={node.id} href={`#/task/${node.id}`} class={`node s-${node.status}${node.id === current ? ' current' : ''}`} data-task={node.id}
+              aria-label={`${shownTitle} ${shownMeta}${cut ? ` (${cut})` : ''}`}>
+              <rect x={x} y={y} width={W} height={H} rx="6" />
+              <text x={x + 8} y={y + 19} class="node-title">{shownTitle}</text>
+              <text x={x + 8} y={y + 38} class="node-meta">{shownMeta}</text>
+            </a>
+          );
+        })}
       </svg>
     </div>
   );
