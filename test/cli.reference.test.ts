@@ -5,9 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { buildProgram } from '../src/cli/program.js';
+import { buildProgram, commandGroups } from '../src/cli/program.js';
 
 const page = fs.readFileSync(path.join(import.meta.dirname, '..', 'docs', 'cli.md'), 'utf8');
 /** The first cell of each row of the page's command table: the commands it describes. */
@@ -45,6 +45,22 @@ describe('docs/cli.md', () => {
 
   it('has every command in its table', () => {
     expect(all.map((c) => c.name).filter((name) => !named(name))).toEqual([]);
+  });
+
+  it('builds for a call only the group of the command it names, which adds the names the group says', () => {
+    for (const group of commandGroups) {
+      const alone = new Command('baton');
+      group.register(alone);
+      expect(alone.commands.flatMap((c) => [c.name(), ...c.aliases()])).toEqual(group.names);
+      for (const name of group.names) {
+        // The command is found after the root's options and their values, as a user types them.
+        const built = buildProgram(['node', 'baton', '--json', '--url', 'http://127.0.0.1:1', name, '--help']);
+        expect(built.commands.map((c) => c.name())).toEqual(alone.commands.map((c) => c.name()));
+      }
+    }
+    expect(buildProgram(['node', 'baton', '--version']).commands).toEqual([]);
+    // No command, an unknown one (commander then suggests the nearest) or help: the whole tree.
+    for (const args of [[], ['--help'], ['shwo'], ['help', 'show']]) expect(buildProgram(['node', 'baton', ...args]).commands.length).toBe(program.commands.length);
   });
 
   it('writes out every option of every command', () => {

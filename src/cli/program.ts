@@ -28,6 +28,50 @@ export function errorLine(argv: string[], message: string, hint: string | null |
   return `${paint('red', 'error:')} ${safeText(message)}${hint ? ` — ${safeText(hint)}` : ''}\n`;
 }
 
+/**
+ * The commands, in groups as their modules add them, each with the top-level names it adds (in the
+ * order --help lists them). test/cli.reference.test.ts checks the names against what each group adds.
+ */
+export const commandGroups: ReadonlyArray<{ names: readonly string[]; register: (program: Command) => void }> = [
+  { names: ['discover', 'health', 'status', 'renew'], register: registerPresence },
+  { names: ['init'], register: registerInit },
+  { names: ['doctor'], register: registerDoctor },
+  { names: ['handoff', 'broadcast', 'tasks', 'show'], register: registerTasks },
+  { names: ['claim', 'start', 'progress', 'ask', 'answer', 'reject', 'complete', 'fail', 'cancel', 'release', 'reassign'], register: registerWork },
+  { names: ['artifacts', 'artifact', 'chain'], register: registerArtifacts },
+  { names: ['message', 'inbox'], register: registerMessages },
+  { names: ['agent', 'sweep'], register: registerAgent },
+  { names: ['stack'], register: registerStack },
+  { names: ['keys'], register: registerKeys },
+  { names: ['retry', 'dead-letters', 'schedule', 'queue'], register: registerWorkflows },
+  { names: ['watch'], register: registerWatch },
+  { names: ['board'], register: registerBoard },
+  { names: ['a2a'], register: registerA2A },
+  { names: ['mcp'], register: (program) => registerMcp(program, version) },
+  { names: ['protocol'], register: registerProtocol },
+  { names: ['skill'], register: registerSkill },
+];
+
+/** The root's options that take a value as the next word (`--url http://…`). */
+const valueOptions = new Set(['--url', '--dir', '--api-host', '--api-port', '--db-port']);
+
+/**
+ * The groups a call needs: the one of the command it names, as the first word that is not an option.
+ * A call that names none (the whole --help), names an unknown one (commander suggests the nearest of
+ * all) or says `help` gets every group; `--version` alone gets none. Building sixty commands a call
+ * never runs was a fifth of the CLI's own start-up.
+ */
+function groupsFor(args: string[]): ReadonlyArray<(typeof commandGroups)[number]> {
+  let named: string | undefined;
+  for (let i = 0; i < args.length && named === undefined; i += 1) {
+    if (valueOptions.has(args[i]!)) i += 1;
+    else if (!args[i]!.startsWith('-')) named = args[i];
+  }
+  if (named === undefined) return args.some((a) => a === '-V' || a === '--version') && !args.some((a) => a === '-h' || a === '--help') ? [] : commandGroups;
+  const group = commandGroups.find((g) => g.names.includes(named));
+  return group ? [group] : commandGroups;
+}
+
 export function buildProgram(argv: string[]): Command {
   const program = new Command('baton')
     .description('Hand work between AI agents through a Supabase (Postgres) project.')
@@ -60,23 +104,7 @@ Example:
   $ export BATON_AGENT_TOKEN=$(baton agent create coder --capabilities code --json | jq -r .token)
   $ baton claim --next`)
     .exitOverride();
-  registerPresence(program);
-  registerInit(program);
-  registerDoctor(program);
-  registerTasks(program);
-  registerWork(program);
-  registerArtifacts(program);
-  registerMessages(program);
-  registerAgent(program);
-  registerStack(program);
-  registerKeys(program);
-  registerWorkflows(program);
-  registerWatch(program);
-  registerBoard(program);
-  registerA2A(program);
-  registerMcp(program, version);
-  registerProtocol(program);
-  registerSkill(program);
+  for (const group of groupsFor(argv.slice(2))) group.register(program);
   return program;
 }
 

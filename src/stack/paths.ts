@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,7 +71,8 @@ export function placeCluster(dir: string): void {
       `Let it in (chmod o+x ${closed}), or move the stack where every folder above it is open to others.`,
     );
   }
-  const shared = path.join(sharedRoot, 'clusters', crypto.createHash('sha256').update(fs.realpathSync(dir)).digest('hex').slice(0, 16));
+  // crypto only here, when a cluster is placed: every CLI call loads this module, and few place a cluster.
+  const shared = path.join(sharedRoot, 'clusters', process.getBuiltinModule('node:crypto').createHash('sha256').update(fs.realpathSync(dir)).digest('hex').slice(0, 16));
   openFolders(path.dirname(shared));
   fs.rmSync(shared, { recursive: true, force: true });
   fs.symlinkSync(shared, pgdata);
