@@ -1,8 +1,9 @@
 /**
  * The web board on a large project: 100,000 finished tasks and 10,000 open ones (BENCH_FINISHED,
  * BENCH_OPEN), seeded straight into the database. In headless Chromium: first contentful paint and the
- * time until the overview's numbers are on the page, the task table's first page, the agents view, and
- * how long a hand-off takes to appear on an open page (push → server-sent event → the page). Medians of
+ * time until the overview's numbers are on the page, the task table's first page, the agents view, how
+ * long a hand-off takes to appear on an open page (push → server-sent event → the page), and the last
+ * page of a filter that half the finished tasks match, with its exact count. Medians of
  * BENCH_RUNS fresh page loads each.
  *
  *   npm run bench:board
@@ -46,7 +47,7 @@ try {
     await client.query('set local session_replication_role = replica');
     await client.query(`
       insert into task_handoffs (from_agent, to_agent, title, status, claimed_by, attempts, result, created_at, updated_at, completed_at, root_task_id, id)
-      select 'agent-' || (x.i % 20), 'agent-' || ((x.i + 1) % 20), 'finished task ' || x.i,
+      select 'agent-' || (x.i % 20), 'agent-' || ((x.i + 1) % 20), 'finished task ' || x.i || case when x.i % 2 = 0 then ' even' else '' end,
              (case when x.i % 50 = 0 then 'failed' else 'completed' end)::task_status, 'agent-' || ((x.i + 1) % 20), 1,
              '{"status": "success", "summary": "done"}', now() - (x.i % 7200) * interval '1 second', now() - (x.i % 7200) * interval '1 second',
              now() - (x.i % 7200) * interval '1 second' + interval '1 second', x.id, x.id
@@ -108,6 +109,24 @@ try {
       await page.locator(`tr[data-task="${task.id}"]`).waitFor({ timeout: 30_000 });
       appear.push(Date.now() - started);
     }
+    // The last page of a filter that half the finished tasks match (50,000 of the default 100,000),
+    // opened as a user would, by its address: its rows, and the exact count of pages.
+    const matching = Math.floor(FINISHED / 2);
+    const lastPage = Math.ceil(matching / 100) - 1;
+    const paging: number[] = [];
+    let lastSaid = '';
+    for (let run = 0; run < RUNS; run += 1) {
+      const started = Date.now();
+      await page.evaluate((h) => { location.hash = h; }, `#/tasks?q=even&size=100&page=${lastPage}`);
+      await page.locator('table.tasks tbody tr').first().waitFor();
+      const want = `Page ${lastPage + 1} of ${lastPage + 1} (${matching} tasks)`;
+      await page.waitForFunction((text) => document.querySelector('nav.pager span')?.textContent === text, want, { timeout: 60_000 })
+        .catch(async (err: Error) => { throw new Error(`the last page did not say "${want}" but "${await page.locator('nav.pager span').textContent()}": ${err.message}`); });
+      paging.push(Date.now() - started);
+      lastSaid = (await page.locator('nav.pager span').textContent()) ?? '';
+      await page.evaluate(() => { location.hash = '#/tasks'; });
+      await page.locator('table.tasks tbody tr').first().waitFor();
+    }
     const ms = (values: number[]) => `${median(values).toFixed(0)} ms (${values.map((v) => v.toFixed(0)).join(', ')})`;
     say(`Board as the operator, ${RUNS} fresh page loads each, medians:`);
     say(`  first contentful paint          ${ms(paint)}`);
@@ -115,6 +134,7 @@ try {
     say(`  tasks view, first page          ${ms(tasks)}`);
     say(`  agents view                     ${ms(agentsView)}`);
     say(`  a hand-off appears on the page  ${ms(appear)} (from the call to the row)`);
+    say(`  the last page of ${matching.toLocaleString('en')} matching  ${ms(paging)} (it says "${lastSaid}")`);
   } finally {
     await browser.close();
     await board.close();

@@ -228,6 +228,45 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     expect((await read(15)).rows).toEqual([]);
   });
 
+  it('reaches the last page of a filter too large to count, which then says the exact total and offers no older page', async () => {
+    // 25,000 finished tasks (two days old: no other test's counts move), loaded past the triggers as a long history is.
+    const word = `bigword${Date.now().toString(36)}`;
+    const [from, to] = await Promise.all([own.newAgent('big-sender'), own.newAgent('big-worker')]);
+    const db = new pg.Client({ connectionString: own.adminUrl });
+    await db.connect();
+    try {
+      await db.query('begin');
+      await db.query('set local session_replication_role = replica');
+      await db.query(`insert into task_handoffs (from_agent, to_agent, title, status, claimed_by, attempts, created_at, updated_at, completed_at, id, root_task_id)
+        select $1, $2, $3 || ' ' || x.i, 'completed', $2, 1, now() - interval '2 days', now() - interval '2 days', now() - interval '2 days', x.id, x.id
+        from (select i, gen_random_uuid() as id from generate_series(1, 25000) i) x`, [from.id, to.id, word]);
+      await db.query('commit');
+      await db.query('analyze task_handoffs');
+    } finally {
+      await db.end();
+    }
+    const token = new URL(operator.url).searchParams.get('token')!;
+    const read = async (page: number) => {
+      const res = await fetch(`${operator.origin}/api/tasks?q=${word}&size=100&page=${page}`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status, await res.clone().text()).toBe(200);
+      return await res.json() as { rows: unknown[]; total: number; exact: boolean };
+    };
+    // Too many to count on every page: an estimate, never below what the pages already show.
+    const first = await read(0);
+    expect(first).toMatchObject({ exact: false });
+    expect(first.total).toBeGreaterThan(100);
+    expect(await read(120)).toMatchObject({ exact: false, total: expect.any(Number) });
+    expect((await read(120)).total).toBeGreaterThan(12_100);
+    // The last page knows the total.
+    expect(await read(249)).toMatchObject({ total: 25_000, exact: true });
+    const page = await open(operator, `#/tasks?q=${word}&size=100&page=249`);
+    await page.locator('nav.pager span', { hasText: 'Page 250 of 250 (25000 tasks)' }).waitFor();
+    expect(await page.locator('table.tasks tbody tr').count()).toBe(100);
+    expect(await page.locator('nav.pager button', { hasText: 'Older page' }).isDisabled()).toBe(true);
+    expect(errorsOf.get(page)).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it('shows a link stored before links were checked as text, and serves old content with only its type/subtype', async () => {
     const [lead, coder] = await Promise.all([own.newAgent('legacy-lead'), own.newAgent('legacy-coder')]);
     const task = await lead.client.handoff({ to: coder.id, title: 'Legacy artifacts', allowOffline: true });

@@ -166,7 +166,7 @@ export function TasksView({ filters, go }: { filters: TaskFilters; go(next: Task
           <nav class="pager" aria-label="pages">
             <button type="button" disabled={page === 0} onClick={() => go({ ...filters, page: page - 1 })}>Newer page</button>
             <span>Page {page + 1} of {data.exact ? '' : 'about '}{Math.max(1, Math.ceil(data.total / data.size))} ({data.exact ? '' : 'about '}{data.total} tasks)</span>
-            <button type="button" disabled={data.rows.length < data.size} onClick={() => go({ ...filters, page: page + 1 })}>Older page</button>
+            <button type="button" disabled={data.rows.length < data.size || (data.exact && (page + 1) * data.size >= data.total)} onClick={() => go({ ...filters, page: page + 1 })}>Older page</button>
           </nav>
         </>
       )}
