@@ -217,6 +217,8 @@ describe('baton mcp', () => {
   it('without push, notices new work by polling', async () => {
     const polled = await connect(await newAgent('mcp-polled'), ['--no-push', '--poll', '1']);
     try {
+      // Heard from before the host's handshake finished: work may go to it at once, without allow_offline.
+      expect((await polled.agent.client.agent(polled.agent.id)).last_heartbeat).not.toBeNull();
       await polled.client.subscribeResource({ uri: 'baton://inbox' });
       await use(a, 'handoff', { to: polled.agent.id, title: 'Found by polling' });
       await eventually(async () => polled.updates.includes('baton://inbox'), 15_000, 'an inbox update');

@@ -30,9 +30,11 @@ In an MCP host's configuration:
         import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../mcp/server.js')]);
       const log = (await import('../../logger.js')).createLogger({ level: processSettings.logLevel('warn'), pretty: false });
       const mcp = createBatonMcp(client, { version, log, push: opts.push, pollSeconds: opts.poll, allowPaths: opts.paths });
+      // The agent is heard from (online, its push joined) before the host's handshake can finish: work
+      // handed to it the moment the host is connected is not refused as handed to an offline agent.
+      await mcp.start();
       const transport = new StdioServerTransport();
       await mcp.server.connect(transport);
-      await mcp.start();
       log.info({ agent: client.agentId }, 'serving MCP over stdio');
       // The host ends the session by closing stdin (or with a signal).
       await new Promise<void>((resolve) => {
