@@ -434,5 +434,5 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     }
     expect(errorsOf.get(page)).toEqual([]);
     await page.close();
-  });
+  }, 240_000);
 });

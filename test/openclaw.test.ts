@@ -150,8 +150,10 @@ beforeAll(async () => {
   const file = path.join(root, 'alice.agent.json');
   fs.writeFileSync(file, JSON.stringify({ tell: { openclaw: gatewayA.url, tokenEnv: 'ALICE_OPENCLAW_TOKEN' } }));
   process.env.ALICE_OPENCLAW_TOKEN = tokenA;
-  const { every: _every, ...options } = await loadAgentFile(file);
-  await daemon(alice, { ...options, log: pino({ base: undefined }, pino.destination({ dest: path.join(root, 'alice.log'), sync: true })) });
+  // Its log, and the teller's, kept in the test's folder, for what a failure says.
+  const aliceLog = pino({ base: undefined }, pino.destination({ dest: path.join(root, 'alice.log'), sync: true }));
+  const { every: _every, ...options } = await loadAgentFile(file, aliceLog);
+  await daemon(alice, { ...options, log: aliceLog });
   await startBob();
 }, 600_000);
 

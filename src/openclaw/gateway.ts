@@ -65,6 +65,14 @@ function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately
 }
 
 const replyText = (task: A2ATask) => task.artifacts.map((a) => textOf(a)).filter(Boolean).join('\n');
+/**
+ * OpenClaw's own words for a turn that failed before its agent replied (its state database busy, say),
+ * which its A2A channel sends as the turn's reply, so the A2A task reads completed: such a turn failed.
+ */
+const failedBeforeReply = /^⚠️ (Agent failed before reply|Something went wrong while processing your request)/u;
+/** The turn's state, a completed one whose reply is OpenClaw's failure read as failed. */
+const stateOf = (task: A2ATask) => (task.status?.state === TaskState.TASK_STATE_COMPLETED && failedBeforeReply.test(replyText(task) || statusText(task))
+  ? TaskState.TASK_STATE_FAILED : task.status?.state);
 const statusText = (task: A2ATask) => (task.status?.message ? textOf(task.status.message) : '');
 const isNotFound = (err: unknown) => err instanceof Error && (err.constructor.name === 'TaskNotFoundError' || /task not found|-32001/i.test(err.message));
 
@@ -131,9 +139,9 @@ async function replyTo(gateway: ReturnType<typeof gatewayClient>, contextId: str
       ctx.log.warn({ err }, 'could not read the gateway\'s run of the task; trying again');
     }
   }
-  const state = remote.status!.state;
+  const state = stateOf(remote);
   if (state === TaskState.TASK_STATE_COMPLETED) return replyText(remote) || statusText(remote) || '';
-  const why = statusText(remote) || 'no reason given';
+  const why = statusText(remote) || replyText(remote) || 'no reason given';
   // A rejection is the gateway's policy (a slash command, a peer it does not admit): no retry will pass.
   if (state === TaskState.TASK_STATE_REJECTED) throw new Error(`the OpenClaw gateway at ${url} rejected the task: ${why}`);
   throw new RetryableError(`the OpenClaw agent at ${url} failed the task: ${why}`);
@@ -166,8 +174,8 @@ export function openclawTeller(options: OpenClawGatewayOptions & { log?: Pick<Lo
       await sleep(READ_EVERY_MS, undefined, { ref: false });
       turn = await gateway.get(turn.id, signal);
     }
-    if (turn.status?.state !== TaskState.TASK_STATE_FAILED) return;
-    options.log?.warn({ contextId, attempt, why: statusText(turn) }, attempt < TELL_ATTEMPTS ? 'the gateway failed the turn that was told the news; telling it again' : 'the gateway failed the turn that was told the news, again; giving up');
+    if (stateOf(turn) !== TaskState.TASK_STATE_FAILED) return;
+    options.log?.warn({ contextId, attempt, why: statusText(turn) || replyText(turn) }, attempt < TELL_ATTEMPTS ? 'the gateway failed the turn that was told the news; telling it again' : 'the gateway failed the turn that was told the news, again; giving up');
     if (attempt < TELL_ATTEMPTS) await tellOnce(contextId, text, attempt + 1);
   };
   const tellOnce = async (contextId: string, text: string, attempt: number): Promise<void> => {
