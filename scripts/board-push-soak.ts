@@ -59,7 +59,6 @@ try {
       const frames = buffered.split('\n\n');
       buffered = frames.pop()!;
       for (const frame of frames) {
-        if (process.env.BOARD_DEBUG) process.stderr.write(`${frame}\n`);
         if (frame.startsWith('event: push') && frame.includes('"up":false')) downFrames.push(`${new Date().toISOString()} ${frame}`);
         if (!frame.startsWith('event: change')) continue;
         for (const id of frame.match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g) ?? []) if (!heardAt.has(id)) heardAt.set(id, Date.now());
