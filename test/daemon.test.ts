@@ -178,6 +178,34 @@ describe('the agent daemon', () => {
     expect(done.result!.summary).toBe('told: blue');
   });
 
+  it('hands the executor an answer that came before it looked, once, and never an earlier attempt\'s', async () => {
+    const boss = await newAgent('boss');
+    const worker = await newAgent('worker');
+    const seen: Array<string | undefined> = [];
+    await daemon(worker, {
+      executors: {
+        '*': async (task, ctx) => {
+          if (ctx.attempt === 1) {
+            // Asked the way a command the executor runs asks (`baton ask`), and answered before the
+            // executor looks: the task is in progress again by then.
+            await worker.client.ask(task.id, 'which colour?');
+            await eventually(async () => (await worker.client.getTask(task.id)).status === 'in_progress', 20_000, 'the answer');
+            seen.push(await ctx.answered(), await ctx.answered());
+            throw new RetryableError('go again');
+          }
+          seen.push(await ctx.answered());
+          return `attempt ${ctx.attempt}`;
+        },
+      },
+    });
+    const task = await boss.client.handoff({ to: worker.id, title: 'paint', maxAttempts: 2 });
+    await eventually(async () => (await boss.client.getTask(task.id)).status === 'input_required', 10_000, 'the question');
+    await boss.client.answer(task.id, 'blue');
+    const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return t.status === 'completed' && t; }, 30_000, 'the second attempt');
+    expect(done.result!.summary).toBe('attempt 2');
+    expect(seen).toEqual(['blue', undefined, undefined]);
+  });
+
   it('frees the slot of a task waiting for an answer, here and in the database, and resumes it when answered', async () => {
     const boss = await newAgent('boss');
     const worker = await newAgent('worker', { maxConcurrent: 1 });

@@ -201,6 +201,8 @@ export class TaskRunner {
     const parents = task.parent_task_id ? await client.ancestors(task.id) : [];
     const dependencies = task.depends_on.length ? await client.dependencies(task.id) : [];
     const inputs: ResolvedArtifact[] = task.parent_task_id || task.input_artifacts.length || task.depends_on.length ? await client.inputs(task.id) : [];
+    // The questions of this run whose answers the executor has had, so none is handed over twice.
+    const handedOver = new Set<string>();
     return {
       task,
       attempt: task.attempts,
@@ -225,8 +227,8 @@ export class TaskRunner {
       message: async (to, body) => {
         await client.send({ to, body, taskId: task.id });
       },
-      ask: (question) => this.ask(task, question, signal, log),
-      answered: () => this.answered(task, signal, log),
+      ask: (question) => this.ask(task, question, signal, log, handedOver),
+      answered: () => this.answered(task, signal, log, handedOver),
       handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),
       fanOut: async (items, join) => {
         const made = await client.fanOut(task.id, items, join);
@@ -237,31 +239,39 @@ export class TaskRunner {
   }
 
   /** Asks the sender and waits for the answer (the task is input_required meanwhile). */
-  private async ask(task: Task, question: string, signal: AbortSignal, log: Logger): Promise<string> {
-    await this.deps.client.ask(task.id, question);
+  private async ask(task: Task, question: string, signal: AbortSignal, log: Logger, handedOver: Set<string>): Promise<string> {
+    const { client } = this.deps;
+    await client.ask(task.id, question);
+    const [asked] = await client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    if (!asked) throw new Error(`the question on task ${task.id} was asked but cannot be read back`);
     log.info({ question }, 'asked the sender; waiting for input');
-    return this.awaitAnswer(task, signal);
+    handedOver.add(asked.id);
+    return this.awaitAnswer(task.id, asked.id, signal);
   }
 
   /**
-   * The answer to the question the task waits on, asked by whoever holds it as this agent (a command
-   * the executor ran, such as `baton ask`); undefined when it waits on none.
+   * The answer to a question asked in this run by whoever holds the task as this agent (a command the
+   * executor ran, such as `baton ask`) and not yet handed to the executor, waiting for it if need be;
+   * undefined when there is none. What counts is the question, not the task's status when the executor
+   * looks: an answer that came first has already put the task back in progress.
    */
-  private async answered(task: Task, signal: AbortSignal, log: Logger): Promise<string | undefined> {
-    if ((await this.deps.client.getTask(task.id)).status !== 'input_required') return undefined;
-    log.info('the task waits for an answer to its question');
-    return this.awaitAnswer(task, signal);
+  private async answered(task: Task, signal: AbortSignal, log: Logger, handedOver: Set<string>): Promise<string | undefined> {
+    const [asked] = await this.deps.client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    const runStarted = Date.parse(task.claimed_at ?? task.updated_at);
+    if (!asked || handedOver.has(asked.id) || Date.parse(asked.created_at) < runStarted) return undefined;
+    handedOver.add(asked.id);
+    log.info('the task has a question of this run; handing its answer over');
+    return this.awaitAnswer(task.id, asked.id, signal);
   }
 
-  /** Waits for the answer to the task's latest question; its slot is free meanwhile. */
-  private async awaitAnswer(task: Task, signal: AbortSignal): Promise<string> {
+  /** Waits for the answer to the question `askedId`; the task's slot is free meanwhile. */
+  private async awaitAnswer(taskId: string, askedId: string, signal: AbortSignal): Promise<string> {
     const { client } = this.deps;
-    const [asked] = await client.messages({ taskId: task.id, kind: 'question', limit: 1 });
-    this.deps.waiting(task.id, true);
+    this.deps.waiting(taskId, true);
     try {
       while (!signal.aborted) {
-        const [answer] = await client.messages({ taskId: task.id, kind: 'answer', limit: 1 });
-        if (answer && answer.reply_to_id === asked?.id) {
+        const [answer] = await client.messages({ taskId, kind: 'answer', limit: 1 });
+        if (answer && answer.reply_to_id === askedId) {
           const body = answer.body as { text?: unknown };
           return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
         }
@@ -269,7 +279,7 @@ export class TaskRunner {
       }
       throw signal.reason ?? new Error('aborted while waiting for an answer');
     } finally {
-      this.deps.waiting(task.id, false);
+      this.deps.waiting(taskId, false);
     }
   }
 }
