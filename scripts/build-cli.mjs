@@ -1,5 +1,5 @@
 /**
- * Bundles the `baton` command (dist/cli/main.js, as tsc built it) into dist/cli/index.js with esbuild:
+ * Bundles the `baton` command (dist/cli/bin.js, as tsc built it) into dist/cli/index.js with esbuild:
  * one file for the command tree, and a chunk for each part a command loads when it runs (the clients,
  * the stack, the servers). Node then reads a few files where it resolved and read hundreds, so a CLI
  * call starts in a fraction of the time (npm run bench:cli measures it). The library (dist/index.js)
@@ -24,7 +24,7 @@ const node = /\d+/.exec(engines.node)[0];
 for (const file of fs.readdirSync(out)) if (/^chunk-.*\.js(\.map)?$/.test(file)) fs.rmSync(path.join(out, file));
 const { metafile } = await build({
   metafile: true,
-  entryPoints: { index: path.join(out, 'main.js') },
+  entryPoints: { index: path.join(out, 'bin.js') },
   outdir: out,
   chunkNames: 'chunk-[hash]',
   bundle: true, splitting: true, format: 'esm', platform: 'node', target: `node${node}`,

@@ -6,7 +6,7 @@
  * - `baton show <id>` against a Node script that makes the same four requests with fetch, at once as
  *   `show` does (the task, its events, its messages, and the heartbeat that goes with a read) and
  *   prints the answer (target: within 1.5×);
- * - the same two commands from tsc's unbundled output (dist/cli/main.js), to show what the bundle saves.
+ * - the same two commands from tsc's unbundled output (dist/cli/bin.js), to show what the bundle saves.
  *
  * Wall time of each process from spawn to exit, the kinds alternating, medians of BENCH_RUNS rounds
  * (default 15) after a warm-up round. Needs `npm run build` first.
@@ -27,7 +27,7 @@ import { median } from './stats.js';
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bundled = path.join(root, 'dist', 'cli', 'index.js');
-const unbundled = path.join(root, 'dist', 'cli', 'main.js');
+const unbundled = path.join(root, 'dist', 'cli', 'bin.js');
 if (!fs.existsSync(bundled) || !fs.existsSync(unbundled)) throw new Error('no built CLI: run npm run build first');
 const say = (text: string) => process.stdout.write(`${text}\n`);
 

@@ -28,7 +28,9 @@ describe('CLI errors', () => {
       code: 'NODE_VERSION',
       message: `Baton needs Node ${engines.node.replace('>=', '')} or later, and this is Node 18.19.0: install a current Node (nodejs.org, or your system's packages) and run it again`,
     });
-    expect((await baton(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    // Answered before the command tree loads, and the same as commander's own answer beside other words.
+    for (const words of [['--version'], ['-V'], ['--version', '--json']]) expect((await baton(words)).stdout).toBe(`${version}\n`);
   });
 
   it('leave quietly when the reader closes the pipe early', async () => {
