@@ -32,6 +32,9 @@ class RemoteExecutor implements AgentExecutor {
   /** Tasks waiting, mid-work, for the test to cut their stream, and those told to go on after it. */
   readonly cutting = new Set<string>();
   readonly resumed = new Set<string>();
+  /** Tasks whose first event waits for the test's leave (the remote agent slow to name its task). */
+  readonly naming = new Set<string>();
+  readonly mayName = new Set<string>();
   /** The words of every execution, to count how often a piece of work was sent. */
   readonly executions: string[] = [];
 
@@ -50,6 +53,10 @@ class RemoteExecutor implements AgentExecutor {
       taskId, contextId, append: false, lastChunk: true, metadata: undefined,
       artifact: { artifactId: crypto.randomUUID(), name, description: '', parts: [text(value)], metadata: undefined, extensions: [] },
     }));
+    if (words.includes('tardy')) {
+      this.naming.add(taskId);
+      await eventually(async () => this.mayName.has(taskId), 30_000, 'leave to name the task');
+    }
     // Every execution opens with the task (the SDK's stream wants it first), new or resumed.
     bus.publish(AgentEvent.task(request.task ?? { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, timestamp: new Date().toISOString(), message: undefined }, artifacts: [], history: [userMessage], metadata: {} }));
     if (request.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
@@ -115,8 +122,9 @@ beforeAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 // The daemon helper stops its daemons after each test: each test runs the forwarder anew.
+let forwarder: Awaited<ReturnType<typeof daemon>>;
 beforeEach(async () => {
-  await daemon(worker, { executors });
+  forwarder = await daemon(worker, { executors });
 });
 afterAll(async () => {
   server?.closeAllConnections();
@@ -148,7 +156,20 @@ describe('the a2a executor', () => {
     const task = await sender.client.handoff({ to: worker.id, title: 'Translate slowly', payload: { task_type: 'translate' } });
     const remoteId = await eventually(async () => [...remote.working].find((id) => !before.has(id)), 20_000, 'the remote task to start');
     await sender.client.cancel(task.id, 'changed my mind');
-    await eventually(async () => remote.cancelled.has(remoteId), 20_000, 'the cancellation to reach the remote agent');
+    await eventually(async () => remote.cancelled.has(remoteId), 30_000, 'the cancellation to reach the remote agent');
+    expect((await sender.client.getTask(task.id)).status).toBe('cancelled');
+  });
+
+  it('cancels the remote task when the Baton task was cancelled before the remote agent named it', async () => {
+    const before = new Set(remote.naming);
+    const task = await sender.client.handoff({ to: worker.id, title: 'Translate slowly, tardy to name it', payload: { task_type: 'translate' } });
+    const remoteId = await eventually(async () => [...remote.naming].find((id) => !before.has(id)), 20_000, 'the remote task to start');
+    await sender.client.cancel(task.id, 'changed my mind');
+    await eventually(async () => forwarder.lines.some((l) => l.taskId === task.id && l.msg === 'claim no longer current; stopping its executor'),
+      30_000, 'the forwarder to stop its executor');
+    // Only now does the remote agent say which task it runs: it is told to cancel it all the same.
+    remote.mayName.add(remoteId);
+    await eventually(async () => remote.cancelled.has(remoteId), 30_000, 'the cancellation to reach the remote agent');
     expect((await sender.client.getTask(task.id)).status).toBe('cancelled');
   });
 

@@ -38,5 +38,6 @@ describe('the README\'s tour', () => {
       await bash('npx baton stack stop || true', dir, env);
       removeStackFolder(dir);
     }
-  });
+    // A stack's start and a dozen npx calls: a minute on a quiet machine, more beside other work.
+  }, 240_000);
 });

@@ -40,7 +40,7 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
     const client = await connect();
     const remote: Remote = { contextId: '' };
     const cancelRemote = () => {
-      if (remote.id) client.cancelTask({ tenant: '', id: remote.id, metadata: {} }, { serviceParameters }).catch((err: unknown) => ctx.log.warn({ err, remoteTask: remote.id }, 'could not cancel the remote A2A task'));
+      if (remote.id) void cancelRemoteTask(client, remote.id, serviceParameters, ctx.log);
     };
     ctx.signal.addEventListener('abort', cancelRemote, { once: true });
     const pending = new Map<string, { name: string; parts: Part[] }>();
@@ -48,7 +48,7 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
     try {
       let request = send(requestParts(task, ctx.inputs), remote);
       for (let answered = false; ; answered = true) {
-        let outcome = await streamed(client, request, answered, remote, pending, ctx, serviceParameters);
+        let outcome = await streamed(client, request, answered, remote, pending, ctx, serviceParameters, cancelRemote);
         // The stream ended before the remote task did (a cut connection, a restarted server): the task goes
         // on over there, so it is read until it settles, and never sent again.
         if (!outcome?.final && outcome?.state !== TaskState.TASK_STATE_INPUT_REQUIRED) {
@@ -81,6 +81,38 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
 interface Remote { id?: string; contextId: string }
 interface Outcome { state: TaskState; text?: string; final: boolean }
 
+/**
+ * How long a stream stays open after the Baton task was cancelled, for the remote agent to name its
+ * task so that it can be told to cancel it.
+ */
+const NAMING_MS = 10_000;
+/** Tries at telling the remote agent to cancel, while it cannot be reached (1 s apart, doubling). */
+const CANCEL_TRIES = 5;
+
+/** Tells the remote agent to cancel its task, trying again while it cannot be reached. */
+async function cancelRemoteTask(client: Client, id: string, serviceParameters: Record<string, string>, log: ExecutorContext['log']): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await client.cancelTask({ tenant: '', id, metadata: {} }, { serviceParameters });
+      log.info({ remoteTask: id }, 'cancelled the remote A2A task');
+      return;
+    } catch (err) {
+      if (attempt === CANCEL_TRIES || !isLost(err)) {
+        log.warn({ err, remoteTask: id, attempts: attempt }, 'could not cancel the remote A2A task');
+        return;
+      }
+      await sleep(1000 * 2 ** (attempt - 1));
+    }
+  }
+}
+
+/** The id of the remote task an event is about, if it names one. */
+function remoteTaskId(event: StreamResponse): string | undefined {
+  const payload = event.payload;
+  if (!payload) return undefined;
+  return (payload.$case === 'task' ? payload.value.id : payload.value.taskId) || undefined;
+}
+
 /** How long a remote task whose stream broke off is looked for, before the Baton task fails to be retried. */
 const SETTLE_MS = 5 * 60_000;
 const SETTLE_EVERY_MS = 1000;
@@ -92,10 +124,28 @@ const isLost = (err: unknown) => err instanceof Error && /fetch failed|terminate
  * state it said; undefined when the connection broke off before it said one that settles the task.
  */
 async function streamed(client: Client, request: SendMessageRequest, answered: boolean, remote: Remote,
-  pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext, serviceParameters: Record<string, string>): Promise<Outcome | undefined> {
+  pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext, serviceParameters: Record<string, string>,
+  cancelRemote: () => void): Promise<Outcome | undefined> {
   let last: Outcome | undefined;
+  // The stream ends with the Baton task, but not before the remote agent has named its task (for
+  // NAMING_MS at most): a task cancelled before that would run on over there, never told.
+  const stream = new AbortController();
+  const stop = () => {
+    if (remote.id) stream.abort(ctx.signal.reason);
+    else setTimeout(() => stream.abort(ctx.signal.reason), NAMING_MS).unref();
+  };
+  if (ctx.signal.aborted) stop();
+  else ctx.signal.addEventListener('abort', stop, { once: true });
   try {
-    for await (const event of client.sendMessageStream(request, { serviceParameters, signal: ctx.signal })) {
+    for await (const event of client.sendMessageStream(request, { serviceParameters, signal: stream.signal })) {
+      if (ctx.signal.aborted) {
+        const named = remote.id ? undefined : remoteTaskId(event);
+        if (named) {
+          remote.id = named;
+          cancelRemote();
+        }
+        throw ctx.signal.reason;
+      }
       const outcome = await follow(event, remote, pending, ctx);
       // A stream after an answer opens with the task as it was: still asking, which is no new question.
       if (answered && event.payload?.$case === 'task') continue;
@@ -108,6 +158,8 @@ async function streamed(client: Client, request: SendMessageRequest, answered: b
     // Once the remote task exists, a lost connection is no reason to send the work again.
     if (ctx.signal.aborted || !remote.id || !isLost(err)) throw err;
     ctx.log.warn({ err, remoteTask: remote.id }, 'the A2A stream broke off; reading the remote task until it settles');
+  } finally {
+    ctx.signal.removeEventListener('abort', stop);
   }
   return last?.final || last?.state === TaskState.TASK_STATE_INPUT_REQUIRED ? last : undefined;
 }
