@@ -11,7 +11,7 @@ import { Logger, run as runGraphile, runMigrations, type Runner } from 'graphile
 import PgBoss from 'pg-boss';
 import pg from 'pg';
 import { drained } from './drain.js';
-import { cpuMsPer, cpuSplit, type CpuSplit } from './postgres-cpu.js';
+import { cpuMsPer, cpuSplit, type CpuSplit, type StackPids } from './postgres-cpu.js';
 
 export interface PeerResult {
   insertsPerSecond: number;
@@ -150,12 +150,12 @@ export interface OpenPeer {
   close(): Promise<void>;
 }
 
-export async function openPeer(name: keyof typeof peers, connectionString: string): Promise<OpenPeer> {
+export async function openPeer(name: keyof typeof peers, connectionString: string, stack: StackPids): Promise<OpenPeer> {
   const peer = await peers[name](connectionString);
   return {
     async run(queue, tasks) {
       try {
-        const cpuBefore = cpuSplit();
+        const cpuBefore = cpuSplit(stack);
         const started = performance.now();
         await peer.insert(queue, tasks);
         const inserted = performance.now();
@@ -163,7 +163,7 @@ export async function openPeer(name: keyof typeof peers, connectionString: strin
         await peer.startWorkers(queue, () => { counter.started += 1; });
         await drained(counter, tasks, async () => await peer.openJobs(queue) > 0);
         const emptied = performance.now();
-        const cpu = cpuMsPer(cpuBefore, cpuSplit(), tasks);
+        const cpu = cpuMsPer(cpuBefore, cpuSplit(stack), tasks);
         return {
           insertsPerSecond: tasks / ((inserted - started) / 1000),
           jobsPerSecond: tasks / ((emptied - started) / 1000),
@@ -191,11 +191,11 @@ export async function openPeer(name: keyof typeof peers, connectionString: strin
     },
     async enqueue(queue, count, inFlight) {
       await peer.insert(queue, 0);
-      const cpuBefore = cpuSplit();
+      const cpuBefore = cpuSplit(stack);
       const started = performance.now();
       await inParallel(count, inFlight, () => peer.send(queue, Date.now()));
       const seconds = (performance.now() - started) / 1000;
-      return { perSecond: count / seconds, cpuMsPerCall: cpuMsPer(cpuBefore, cpuSplit(), count) };
+      return { perSecond: count / seconds, cpuMsPerCall: cpuMsPer(cpuBefore, cpuSplit(stack), count) };
     },
     async close() {
       await peer.stopWorkers().catch(() => undefined);

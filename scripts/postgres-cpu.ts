@@ -1,7 +1,7 @@
 /**
- * CPU seconds used so far by every process of one program on this machine (from /proc; Linux only),
- * counting processes that already exited and were reaped by one of them: Postgres backends that close
- * are reaped by the postmaster, whose children's time keeps their share.
+ * CPU seconds used so far by one stack's processes (from /proc; Linux only), counting processes that
+ * already exited and were reaped by one of them: Postgres backends that close are reaped by the
+ * postmaster, whose children's time keeps their share.
  */
 import fs from 'node:fs';
 
@@ -43,30 +43,21 @@ export function cpuSecondsWithChildren(pid: number): number {
   return total;
 }
 
-export function cpuSeconds(program: string): number {
-  let total = 0;
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== program) continue;
-      total += times(pid).reduce((a, b) => a + b, 0);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
-}
-
 export interface CpuSplit { postgres: number; postgrest: number; gateway: number; node: number }
 
+/** One stack's processes: its Node process (the gateway), its postmaster and its PostgREST. */
+export interface StackPids { pid: number; postgresPid: number; postgrestPid: number }
+
 /**
- * CPU seconds by Postgres, PostgREST, the stack's gateway (its Node process, when it runs apart) and
- * this Node process (the client, daemons or peer workers).
+ * CPU seconds by one stack's Postgres, PostgREST and gateway, and by this Node process (the client,
+ * daemons or peer workers). Other Postgres on the machine (a test suite beside the bench, another
+ * stack) neither add to it nor, as they exit, take from it.
  */
-export function cpuSplit(gatewayPid?: number): CpuSplit {
+export function cpuSplit(stack: StackPids): CpuSplit {
   const own = process.cpuUsage();
   return {
-    postgres: cpuSeconds('postgres'), postgrest: cpuSeconds('postgrest'),
-    gateway: gatewayPid === undefined ? 0 : processCpuSeconds(gatewayPid), node: (own.user + own.system) / 1e6,
+    postgres: cpuSecondsWithChildren(stack.postgresPid), postgrest: processCpuSeconds(stack.postgrestPid),
+    gateway: processCpuSeconds(stack.pid), node: (own.user + own.system) / 1e6,
   };
 }
 

@@ -14,8 +14,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createAdminClient, createAgent, createBatonClient, parseSigningKey, startStack, type BatonAgent } from '../src/index.js';
+import { isRetryable } from '../src/errors.js';
 import { freePort } from '../src/stack/ports.js';
-import { cpuSeconds } from './postgres-cpu.js';
+import { readRuntime } from '../src/stack/state.js';
+import { cpuSecondsWithChildren } from './postgres-cpu.js';
 import { logRequests } from './requests.js';
 import { percentile } from './stats.js';
 
@@ -30,6 +32,9 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-push-bench-'));
 fs.chmodSync(dir, 0o755);
 const apiPort = await freePort();
 const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
+// This stack's Postgres only: another on the machine (a test suite beside the bench) does not count.
+const postmaster = readRuntime(dir)!.postgresPid!;
+const postgresCpu = () => cpuSecondsWithChildren(postmaster);
 const db = new pg.Pool({ connectionString: stack.env.DATABASE_URL, max: 2 });
 const { env } = stack;
 const admin = createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: parseSigningKey(env.BATON_SIGNING_KEY, 'key') });
@@ -58,18 +63,32 @@ try {
   const pushed = await latency('listener', true);
   const polled = await latency('poller', false);
 
+  let startsAgain = 0;
   const idle = async (prefix: string, push: boolean, seconds: number) => {
-    const group: BatonAgent[] = [];
-    for (let i = 0; i < AGENTS; i += 1) {
-      const { token } = await admin.createAgent({ id: `${prefix}-${i}` });
-      group.push(createAgent({ ...keys, token, push, poll: push ? '*/5 * * * * *' : '* * * * * *', capabilities: ['idle'], executors: { '*': () => undefined } }));
-    }
-    daemons.push(...group);
-    await Promise.all(group.map((d) => d.start()));
+    const make = (token: string) => createAgent({ ...keys, token, push, poll: push ? '*/5 * * * * *' : '* * * * * *', capabilities: ['idle'], executors: { '*': () => undefined } });
+    const tokens: string[] = [];
+    for (let i = 0; i < AGENTS; i += 1) tokens.push((await admin.createAgent({ id: `${prefix}-${i}` })).token);
+    // A daemon whose first requests found the API too busy to answer in time stops and, as a command,
+    // exits 75 for its service manager to start it again; here the benchmark is that manager (a hundred
+    // starting at once beside other work can meet it).
+    const started = async (token: string): Promise<BatonAgent> => {
+      const daemon = make(token);
+      daemons.push(daemon);
+      try {
+        await daemon.start();
+        return daemon;
+      } catch (err) {
+        if (!isRetryable(err)) throw err;
+        startsAgain += 1;
+        await sleep(1000);
+        return started(token);
+      }
+    };
+    const group = await Promise.all(tokens.map(started));
     await sleep(10_000); // joins, first beats and sweeps settle
-    const before = { requests: requests.count, cpu: cpuSeconds('postgres') };
+    const before = { requests: requests.count, cpu: postgresCpu() };
     await sleep(seconds * 1000);
-    const used = { requests: requests.count - before.requests, cpu: cpuSeconds('postgres') - before.cpu };
+    const used = { requests: requests.count - before.requests, cpu: postgresCpu() - before.cpu };
     await Promise.all(group.map((d) => d.stop({ graceSeconds: 0 })));
     return { requestsPerSecond: used.requests / seconds, cpuShare: used.cpu / seconds };
   };
@@ -82,6 +101,7 @@ try {
   say(`| hand-off → start p50 / p95 (${HANDOFFS} hand-offs) | ${percentile(pushed, 0.5).toFixed(0)} / ${percentile(pushed, 0.95).toFixed(0)} ms | ${percentile(polled, 0.5).toFixed(0)} / ${percentile(polled, 0.95).toFixed(0)} ms |`);
   say(`| ${AGENTS} idle agents: HTTP requests/s in all | ${listening.requestsPerSecond.toFixed(1)} | ${polling.requestsPerSecond.toFixed(1)} |`);
   say(`| ${AGENTS} idle agents: Postgres CPU (cores) | ${listening.cpuShare.toFixed(3)} | ${polling.cpuShare.toFixed(3)} |`);
+  if (startsAgain) say(`\n${startsAgain} daemon start(s) found the API too busy and were started again.`);
 } finally {
   await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 }).catch(() => undefined)));
   await db.end();

@@ -53,16 +53,16 @@ try {
 
   /** `calls` single hand-offs spread over `senders`, IN_FLIGHT in flight in all. */
   const turn = async (senders: BatonClient[], calls: number): Promise<Turn> => {
-    const before = cpuSplit(stack.pid);
+    const before = cpuSplit(stack);
     const started = performance.now();
     await Promise.all(senders.map((sender) => inParallel(calls / senders.length, IN_FLIGHT / senders.length,
       (i) => sender.handoff({ to: 'sink', title: `single ${i}`, payload: { n: i } }))));
     const seconds = (performance.now() - started) / 1000;
-    return { perSecond: calls / seconds, cpu: cpuMsPer(before, cpuSplit(stack.pid), calls) };
+    return { perSecond: calls / seconds, cpu: cpuMsPer(before, cpuSplit(stack), calls) };
   };
 
   if (process.env.BENCH_PEERS !== '0') {
-    for (const name of Object.keys(peers) as Array<keyof typeof peers>) opened.push([name, await openPeer(name, env.DATABASE_URL)]);
+    for (const name of Object.keys(peers) as Array<keyof typeof peers>) opened.push([name, await openPeer(name, env.DATABASE_URL, stack)]);
   }
   // Warm-up: caches, pools and plans, for every system, and the JIT of the Node processes (the gateway
   // and this client): with 320 calls each, the first measured turn still cost them 0.1 ms a call more.

@@ -8,15 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { reclaimOrphans } from '../src/stack/background.js';
 import { freePort } from '../src/stack/ports.js';
 import { readRuntime, readSecrets, stackEnv, superuserOf, type StackEnv } from '../src/stack/state.js';
+import type { StackPids } from './postgres-cpu.js';
 
 const cli = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
-export interface StackProcess {
+export interface StackProcess extends StackPids {
   env: StackEnv;
   /** The cluster's superuser, for what `postgres` may not do (ALTER SYSTEM). */
   adminUrl: string;
-  /** The stack's Node process (gateway and realtime); Postgres and PostgREST are its children. */
-  pid: number;
   stop(): Promise<void>;
 }
 
@@ -34,10 +33,11 @@ export async function startStackProcess(dir: string): Promise<StackProcess> {
   process.once('exit', orphaned);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { orphaned(); process.exit(128 + (signal === 'SIGINT' ? 2 : 15)); });
   const deadline = Date.now() + 120_000;
+  let runtime: ReturnType<typeof readRuntime>;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the stack exited (${child.exitCode}): ${stderr}`);
-    const runtime = readRuntime(dir);
-    if (runtime && await fetch(`http://127.0.0.1:${apiPort}/health`).then((r) => r.ok, () => false)) break;
+    runtime = readRuntime(dir);
+    if (runtime?.postgresPid && runtime.postgrestPid && await fetch(`http://127.0.0.1:${apiPort}/health`).then((r) => r.ok, () => false)) break;
     if (Date.now() > deadline) throw new Error(`the stack did not answer within 2 minutes: ${stderr}`);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -45,7 +45,10 @@ export async function startStackProcess(dir: string): Promise<StackProcess> {
   return {
     env: stackEnv(secrets, apiPort, dbPort),
     adminUrl: superuserOf(secrets, dbPort).url,
+    // The stack's Node process (gateway and realtime); Postgres and PostgREST are its children.
     pid: child.pid!,
+    postgresPid: runtime.postgresPid,
+    postgrestPid: runtime.postgrestPid,
     async stop() {
       child.kill('SIGTERM');
       await exited;

@@ -64,7 +64,7 @@ try {
   // machine's drift during the bench falls on the three alike and the ratios hold.
   if (process.env.BENCH_PEERS !== '0') {
     for (const name of Object.keys(peers) as Array<keyof typeof peers>) {
-      opened.push([name, await openPeer(name, env.DATABASE_URL).catch((err: unknown) => err as Error)]);
+      opened.push([name, await openPeer(name, env.DATABASE_URL, stack).catch((err: unknown) => err as Error)]);
     }
   }
   const peerResults = new Map<keyof typeof peers, PeerResult[] | Error>(opened.map(([name, peer]) => [name, peer instanceof Error ? peer : []]));
@@ -97,7 +97,7 @@ try {
       url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: w.token, capabilities: [capability], maxConcurrent: 10,
       poll: '* * * * * *', executors: { '*': () => { counter.started += 1; } },
     }));
-    const cpuBefore = cpuSplit(stack.pid);
+    const cpuBefore = cpuSplit(stack);
     const requestsBefore = requests.count;
     const started = performance.now();
     for (let i = 0; i < TASKS; i += 1000) {
@@ -109,7 +109,7 @@ try {
       `select exists (select from task_handoffs where from_agent = 'sender' and status in ('pending', 'claimed', 'in_progress', 'input_required') and $1 = any(required_capabilities)) as open`,
       [capability])).rows[0].open as boolean);
     const emptied = performance.now();
-    const cpu = cpuMsPer(cpuBefore, cpuSplit(stack.pid), TASKS);
+    const cpu = cpuMsPer(cpuBefore, cpuSplit(stack), TASKS);
     const used = requests.count - requestsBefore;
     await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 })));
     const result = {
