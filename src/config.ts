@@ -172,6 +172,16 @@ export function namedVariable(name: string, { cwd = process.cwd(), env = process
   return env[name] || readDotenv(cwd, projectRoot(cwd), env)[name] || undefined;
 }
 
+/**
+ * The variables a program the daemon starts (a coding agent's CLI) is given from the daemon's own
+ * environment: those `wanted` names (its provider's key and base URL, say) and the few any program
+ * needs to run. Nothing else passes: the daemon's secret key and its other settings stay with it.
+ */
+export function passedEnvironment(wanted: RegExp, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const basics = /^(PATH|LANG|LC_[A-Z]+|TZ|TMPDIR|TERM|SSL_CERT_FILE|SSL_CERT_DIR|NODE_EXTRA_CA_CERTS|HTTPS?_PROXY|NO_PROXY|https?_proxy|no_proxy)$/;
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && (basics.test(e[0]) || wanted.test(e[0]))));
+}
+
 /** The stack's two ports, which cannot be one. */
 function ports(apiPort: number, dbPort: number): { apiPort: number; dbPort: number } {
   if (apiPort === dbPort) {

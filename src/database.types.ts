@@ -530,6 +530,62 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"task_runs": {
+                  Row: {
+                    "agent_id": string,"attempt": number,"cached_tokens": number,"cost_usd": number | null,"input_tokens": number,"model": string,"output_tokens": number,"reports": number,"root_task_id": string,"runtime": string,"session_id": string | null,"started_at": string,"task_id": string,"turns": number,"updated_at": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "agent_id": string,"attempt": number,"cached_tokens"?: number,"cost_usd"?: number | null,"input_tokens"?: number,"model": string,"output_tokens"?: number,"reports"?: number,"root_task_id": string,"runtime": string,"session_id"?: string | null,"started_at"?: string,"task_id": string,"turns"?: number,"updated_at"?: string
+                  }
+                  Update: {
+                    "agent_id"?: string,"attempt"?: number,"cached_tokens"?: number,"cost_usd"?: number | null,"input_tokens"?: number,"model"?: string,"output_tokens"?: number,"reports"?: number,"root_task_id"?: string,"runtime"?: string,"session_id"?: string | null,"started_at"?: string,"task_id"?: string,"turns"?: number,"updated_at"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "task_runs_agent_id_fkey"
+      columns: ["agent_id"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_runs_agent_id_fkey"
+      columns: ["agent_id"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_runs_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_runs_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_runs_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "task_handoffs"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_runs_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_runs_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: false
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"task_status_transitions": {
                   Row: {
                     "from_status": Database["public"]['Enums']["task_status"],"meaning": string,"to_status": Database["public"]['Enums']["task_status"]
@@ -1005,6 +1061,11 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"chain_usage":
+{ Args: { "p_task_id": string }; Returns: {
+              "attempts": number,"cached_tokens": number,"cost_usd": number,"input_tokens": number,"model": string,"output_tokens": number,"runtime": string,"tasks": number,"turns": number
+            }[]
+                           },
 "check_claims":
 { Args: { "p_claim_tokens": (string)[],"p_renew"?: boolean,"p_task_ids": (string)[] }; Returns: {
               "current": boolean,"lease_expires_at": string,"status": Database["public"]['Enums']["task_status"],"task_id": string
@@ -1458,6 +1519,30 @@ isOneToOne: false
                           SetofOptions: {
         from: "*"
         to: "task_handoffs"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"record_usage":
+{ Args: { "p_cached_tokens"?: number,"p_claim_token": string,"p_cost_usd"?: number,"p_input_tokens"?: number,"p_model": string,"p_output_tokens"?: number,"p_runtime": string,"p_session_id"?: string,"p_task_id": string,"p_turns"?: number }; Returns: {
+              "agent_id": string,
+"attempt": number,
+"cached_tokens": number,
+"cost_usd": number | null,
+"input_tokens": number,
+"model": string,
+"output_tokens": number,
+"reports": number,
+"root_task_id": string,
+"runtime": string,
+"session_id": string | null,
+"started_at": string,
+"task_id": string,
+"turns": number,
+"updated_at": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "task_runs"
         isOneToOne: true
         isSetofReturn: false
       } },

@@ -394,3 +394,55 @@ export const AgentProfile = z.object({
 export type AgentProfile = z.input<typeof AgentProfile>;
 
 export { taskId as TaskId };
+
+/** What one run of a runtime spent on one model: reported by the executor, added to the task's attempt. */
+export const RunUsage = z.object({
+  /** What ran it: claude, codex, gemini, openclaw, ... */
+  runtime: z.string().min(1).max(64),
+  model: z.string().min(1).max(200),
+  /** Input tokens not read from a cache. */
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  /** Input tokens read from the provider's cache. */
+  cachedTokens: z.number().int().nonnegative().default(0),
+  turns: z.number().int().nonnegative().default(0),
+  /** Where the runtime reports one (Claude Code does). */
+  costUsd: z.number().nonnegative().optional(),
+  sessionId: z.string().max(200).optional(),
+});
+export type RunUsage = z.input<typeof RunUsage>;
+
+const count = z.union([z.number(), z.string()]).transform(Number);
+/** A task's recorded spend, one row per attempt and model (task_runs). */
+export const TaskRun = z.object({
+  task_id: z.uuid(),
+  attempt: z.number().int(),
+  model: z.string(),
+  agent_id: z.string(),
+  root_task_id: z.uuid(),
+  runtime: z.string(),
+  session_id: z.string().nullable(),
+  input_tokens: count,
+  output_tokens: count,
+  cached_tokens: count,
+  turns: z.number().int(),
+  cost_usd: count.nullable(),
+  reports: z.number().int(),
+  started_at: timestamp,
+  updated_at: timestamp,
+});
+export type TaskRun = z.infer<typeof TaskRun>;
+
+/** What a task and everything under it spent, by model (chain_usage). */
+export const ChainUsage = z.object({
+  model: z.string(),
+  runtime: z.string(),
+  tasks: z.number().int(),
+  attempts: z.number().int(),
+  input_tokens: count,
+  output_tokens: count,
+  cached_tokens: count,
+  turns: count,
+  cost_usd: count.nullable(),
+});
+export type ChainUsage = z.infer<typeof ChainUsage>;

@@ -185,6 +185,25 @@ create table public.task_handoffs (
 );
 alter table public.task_handoffs enable row level security;
 
+create table public.task_runs (
+  task_id uuid not null,
+  attempt integer not null,
+  model text not null,
+  agent_id text not null,
+  root_task_id uuid not null,
+  runtime text not null,
+  session_id text,
+  input_tokens bigint not null default 0,
+  output_tokens bigint not null default 0,
+  cached_tokens bigint not null default 0,
+  turns integer not null default 0,
+  cost_usd numeric(14,6),
+  reports integer not null default 0,
+  started_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now()
+);
+alter table public.task_runs enable row level security;
+
 create table public.task_status_transitions (
   from_status public.task_status not null,
   to_status public.task_status not null,
@@ -308,6 +327,16 @@ alter table public.task_handoffs add constraint task_handoffs_tracestate_check C
 
 alter table public.task_handoffs add constraint task_handoffs_waiting_on_check CHECK ((waiting_on >= 0));
 
+alter table public.task_runs add constraint task_runs_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id);
+
+alter table public.task_runs add constraint task_runs_counts_not_negative CHECK (((input_tokens >= 0) AND (output_tokens >= 0) AND (cached_tokens >= 0) AND (turns >= 0) AND ((cost_usd IS NULL) OR (cost_usd >= (0)::numeric))));
+
+alter table public.task_runs add constraint task_runs_names_bounded CHECK ((((length(model) >= 1) AND (length(model) <= 200)) AND ((length(runtime) >= 1) AND (length(runtime) <= 64)) AND ((session_id IS NULL) OR (length(session_id) <= 200))));
+
+alter table public.task_runs add constraint task_runs_pkey PRIMARY KEY (task_id, attempt, model);
+
+alter table public.task_runs add constraint task_runs_task_id_fkey FOREIGN KEY (task_id) REFERENCES public.task_handoffs(id) ON DELETE CASCADE;
+
 alter table public.task_status_transitions add constraint task_status_transitions_pkey PRIMARY KEY (from_status, to_status);
 
 -- indexes -----------------------------------------------------------------------------------------
@@ -375,6 +404,10 @@ CREATE INDEX task_handoffs_retry_of_idx ON public.task_handoffs USING btree (ret
 CREATE INDEX task_handoffs_root_idx ON public.task_handoffs USING btree (root_task_id);
 
 CREATE INDEX task_handoffs_to_agent_idx ON public.task_handoffs USING btree (to_agent, created_at DESC) WHERE (to_agent IS NOT NULL);
+
+CREATE INDEX task_runs_agent_idx ON public.task_runs USING btree (agent_id, updated_at);
+
+CREATE INDEX task_runs_root_idx ON public.task_runs USING btree (root_task_id);
 
 -- views -------------------------------------------------------------------------------------------
 
@@ -747,7 +780,7 @@ begin
   return array[
     -- tables
     'agents', 'agent_tokens', 'agent_messages', 'agent_usage', 'baton_settings', 'recurring_handoffs',
-    'task_handoffs', 'task_events', 'task_artifacts', 'task_declines', 'task_status_transitions',
+    'task_handoffs', 'task_events', 'task_artifacts', 'task_declines', 'task_status_transitions', 'task_runs',
     -- views
     'agent_presence', 'task_lineage', 'dead_letters', 'waiting_tasks', 'stuck_claims', 'task_queue', 'task_counts',
     'task_throughput'];
@@ -861,6 +894,33 @@ begin
   where id = t.id returning * into t;
   perform baton_private.set_note(null);
   return t;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.chain_usage(p_task_id uuid)
+ RETURNS TABLE(model text, runtime text, tasks integer, attempts integer, input_tokens bigint, output_tokens bigint, cached_tokens bigint, turns bigint, cost_usd numeric)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.visible_task(p_task_id, me);
+begin
+  return query
+    with recursive below (id) as (
+      select t.id
+      union
+      select x.id from below b join public.task_handoffs x on x.parent_task_id = b.id
+    )
+    select r.model, pg_catalog.min(r.runtime), pg_catalog.count(distinct r.task_id)::integer, pg_catalog.count(*)::integer,
+           pg_catalog.sum(r.input_tokens)::bigint, pg_catalog.sum(r.output_tokens)::bigint, pg_catalog.sum(r.cached_tokens)::bigint,
+           pg_catalog.sum(r.turns)::bigint, pg_catalog.sum(r.cost_usd)
+    from public.task_runs r
+    where r.root_task_id = coalesce(t.root_task_id, t.id) and r.task_id in (select id from below)
+    group by r.model
+    order by r.model;
 end
 $function$
 ;
@@ -2324,6 +2384,53 @@ CREATE OR REPLACE FUNCTION baton_private.record_beat(agent text)
 AS $function$
 begin
   insert into baton_private.pending_beats (agent_id) values (agent);
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint DEFAULT 0, p_output_tokens bigint DEFAULT 0, p_cached_tokens bigint DEFAULT 0, p_turns integer DEFAULT 0, p_cost_usd numeric DEFAULT NULL::numeric, p_session_id text DEFAULT NULL::text)
+ RETURNS public.task_runs
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  t public.task_handoffs := baton_private.lock_task(p_task_id, me);
+  r public.task_runs;
+begin
+  if t.status in ('completed', 'failed', 'rejected', 'cancelled') then
+    if t.claimed_by is distinct from me then
+      raise exception 'task % is %, and agent "%" did not hold it last', t.id, t.status, me
+        using errcode = 'BT003', hint = 'Only the agent that ran a task reports what it spent.';
+    end if;
+  else
+    perform baton_private.check_holder(t, me, p_claim_token);
+  end if;
+  perform baton_private.require_text(p_runtime, 'the runtime', 'Name what ran the task: claude, codex, gemini, openclaw, ...');
+  perform baton_private.require_text(p_model, 'the model', 'Name the model the tokens were spent on.');
+  if least(p_input_tokens, p_output_tokens, p_cached_tokens, p_turns::bigint) < 0 or p_cost_usd < 0 then
+    raise exception 'usage of task % has a negative count', t.id
+      using errcode = 'BT004', hint = 'Report tokens, turns and cost as counts of zero or more.';
+  end if;
+  insert into public.task_runs as x (task_id, attempt, model, agent_id, root_task_id, runtime, session_id,
+                                     input_tokens, output_tokens, cached_tokens, turns, cost_usd, reports)
+  values (t.id, t.attempts, p_model, me, coalesce(t.root_task_id, t.id), p_runtime, p_session_id,
+          coalesce(p_input_tokens, 0), coalesce(p_output_tokens, 0), coalesce(p_cached_tokens, 0),
+          coalesce(p_turns, 0), p_cost_usd, 1)
+  on conflict (task_id, attempt, model) do update set
+    input_tokens = x.input_tokens + excluded.input_tokens,
+    output_tokens = x.output_tokens + excluded.output_tokens,
+    cached_tokens = x.cached_tokens + excluded.cached_tokens,
+    turns = x.turns + excluded.turns,
+    cost_usd = case when x.cost_usd is null and excluded.cost_usd is null then null
+                    else coalesce(x.cost_usd, 0) + coalesce(excluded.cost_usd, 0) end,
+    session_id = coalesce(excluded.session_id, x.session_id),
+    runtime = excluded.runtime,
+    reports = x.reports + 1,
+    updated_at = pg_catalog.now()
+  returning * into r;
+  return r;
 end
 $function$
 ;
@@ -3997,6 +4104,14 @@ CREATE OR REPLACE FUNCTION public.cancel_task(p_task_id uuid, p_reason text DEFA
 AS $function$begin return baton_private.cancel_task($1, $2); end$function$
 ;
 
+CREATE OR REPLACE FUNCTION public.chain_usage(p_task_id uuid)
+ RETURNS TABLE(model text, runtime text, tasks integer, attempts integer, input_tokens bigint, output_tokens bigint, cached_tokens bigint, turns bigint, cost_usd numeric)
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$begin return query select * from baton_private.chain_usage($1); end$function$
+;
+
 CREATE OR REPLACE FUNCTION public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean DEFAULT false)
  RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone)
  LANGUAGE plpgsql
@@ -4080,6 +4195,13 @@ CREATE OR REPLACE FUNCTION public.reassign_task(p_task_id uuid, p_to_agent text,
  LANGUAGE plpgsql
  SET search_path TO ''
 AS $function$begin return baton_private.reassign_task($1, $2, $3); end$function$
+;
+
+CREATE OR REPLACE FUNCTION public.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint DEFAULT 0, p_output_tokens bigint DEFAULT 0, p_cached_tokens bigint DEFAULT 0, p_turns integer DEFAULT 0, p_cost_usd numeric DEFAULT NULL::numeric, p_session_id text DEFAULT NULL::text)
+ RETURNS public.task_runs
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$begin return baton_private.record_usage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.register_agent(p_id text, p_display_name text DEFAULT NULL::text, p_capabilities text[] DEFAULT '{}'::text[], p_skills_offered jsonb DEFAULT '[]'::jsonb, p_max_concurrent integer DEFAULT 4, p_token_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
@@ -4309,6 +4431,11 @@ create policy "Agents can view the history of tasks they can view" on public.tas
 create policy "Agents can view tasks they sent, hold, are addressed, or could " on public.task_handoffs as permissive for select to authenticated
   using (((from_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (claimed_by = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR ((to_agent IS NULL) AND (( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL) AND (required_capabilities <@ ( SELECT baton_private.agent_capabilities(baton_private.current_agent_id()) AS agent_capabilities)))));
 
+create policy "Agents can view the runs of tasks they can view" on public.task_runs as permissive for select to authenticated
+  using ((EXISTS ( SELECT
+   FROM public.task_handoffs t
+  WHERE (t.id = task_runs.task_id))));
+
 create policy "Agents can read the allowed transitions" on public.task_status_transitions as permissive for select to authenticated
   using ((( SELECT baton_private.current_agent_id() AS current_agent_id) IS NOT NULL));
 
@@ -4406,6 +4533,12 @@ function: baton_private.cancel_task(p_task_id uuid, p_reason text) EXECUTE to au
 function: baton_private.cancel_task(p_task_id uuid, p_reason text) EXECUTE to postgres
 
 function: baton_private.cancel_task(p_task_id uuid, p_reason text) EXECUTE to service_role
+
+function: baton_private.chain_usage(p_task_id uuid) EXECUTE to authenticated
+
+function: baton_private.chain_usage(p_task_id uuid) EXECUTE to postgres
+
+function: baton_private.chain_usage(p_task_id uuid) EXECUTE to service_role
 
 function: baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to authenticated
 
@@ -4602,6 +4735,12 @@ function: baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason 
 function: baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) EXECUTE to service_role
 
 function: baton_private.record_beat(agent text) EXECUTE to postgres
+
+function: baton_private.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) EXECUTE to authenticated
+
+function: baton_private.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) EXECUTE to postgres
+
+function: baton_private.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) EXECUTE to service_role
 
 function: baton_private.recount_open_tasks(agent text, adding integer) EXECUTE to postgres
 
@@ -4809,6 +4948,12 @@ function: public.cancel_task(p_task_id uuid, p_reason text) EXECUTE to postgres
 
 function: public.cancel_task(p_task_id uuid, p_reason text) EXECUTE to service_role
 
+function: public.chain_usage(p_task_id uuid) EXECUTE to authenticated
+
+function: public.chain_usage(p_task_id uuid) EXECUTE to postgres
+
+function: public.chain_usage(p_task_id uuid) EXECUTE to service_role
+
 function: public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to authenticated
 
 function: public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to postgres
@@ -4878,6 +5023,12 @@ function: public.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) E
 function: public.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) EXECUTE to postgres
 
 function: public.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) EXECUTE to service_role
+
+function: public.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) EXECUTE to authenticated
+
+function: public.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) EXECUTE to postgres
+
+function: public.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) EXECUTE to service_role
 
 function: public.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) EXECUTE to postgres
 
@@ -5046,6 +5197,12 @@ table: public.task_handoffs SELECT to authenticated
 table: public.task_handoffs DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
 
 table: public.task_handoffs DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
+
+table: public.task_runs SELECT to authenticated
+
+table: public.task_runs DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
+
+table: public.task_runs DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
 
 table: public.task_status_transitions SELECT to authenticated
 
@@ -5339,6 +5496,16 @@ comment on column public.task_queue.tasks is 'How many tasks.';
 
 comment on column public.task_queue.waiting is 'Of those, how many wait for tasks they depend on.';
 
+comment on column public.task_runs.cached_tokens is 'Input tokens read from the provider''s cache.';
+
+comment on column public.task_runs.cost_usd is 'The cost the runtime reported (Claude Code does; Codex and Gemini CLI report tokens only: null).';
+
+comment on column public.task_runs.input_tokens is 'Input tokens not read from a cache.';
+
+comment on column public.task_runs.reports is 'How many runs of the runtime added to this row (a question answered resumes the session: one more).';
+
+comment on column public.task_runs.session_id is 'The runtime''s session (or thread) id for this attempt: a question''s answer resumes it.';
+
 comment on column public.waiting_tasks.created_at is 'When it was handed off.';
 
 comment on column public.waiting_tasks.dependency_mode is 'all (every dependency must complete) or any (the first to complete releases it).';
@@ -5375,6 +5542,8 @@ comment on function baton_private.begin_incarnation() is 'A new process starts a
 
 comment on function baton_private.cancel_task(p_task_id uuid, p_reason text) is 'The sender withdraws a task that is not final.';
 
+comment on function baton_private.chain_usage(p_task_id uuid) is 'What a task and everything under it spent, by model, for a caller who may see the task.';
+
 comment on function baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, and until when does it hold (baton_private.claim_expires_at)? With p_renew, restarts the leases of those that are current.';
 
 comment on function baton_private.check_incarnation(agent text) is 'The incarnation the request names (null by hand), after checking that it is still the agent''s current one (else BT016: superseded).';
@@ -5408,6 +5577,8 @@ comment on function baton_private.my_tasks(p_statuses public.task_status[], p_li
 comment on function baton_private.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) is 'The sender gives a task that is not final to another agent; a held task goes back to pending for it. Noted in task_events.';
 
 comment on function baton_private.record_beat(agent text) is 'Notes that an agent was heard from, as the request commits (trigger note_at_commit on baton_private.pending_beats): a request that is refused notes nothing.';
+
+comment on function baton_private.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) is 'Adds what one run of a task spent on one model to the task''s current attempt: by the holder of the claim, or by the agent that held the task last once it is final.';
 
 comment on function baton_private.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) is 'Operator only: registers an agent and issues its first token id (sign it into a JWT with the project''s JWT secret).';
 
@@ -5455,6 +5626,8 @@ comment on function public.begin_incarnation() is 'A new process starts as the c
 
 comment on function public.cancel_task(p_task_id uuid, p_reason text) is 'The sender withdraws a task that is not final.';
 
+comment on function public.chain_usage(p_task_id uuid) is 'What a task and everything under it spent, by model, for a caller who may see the task.';
+
 comment on function public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, and until when does it hold (baton_private.claim_expires_at)? With p_renew, restarts the leases of those that are current.';
 
 comment on function public.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) is 'Claims up to p_limit tasks (never beyond the agent''s free capacity): addressed ones first, then broadcasts it can do, highest priority then oldest. Concurrent callers never get the same task.';
@@ -5478,6 +5651,8 @@ comment on function public.issue_agent_token(p_agent_id text, p_expires_at times
 comment on function public.my_tasks(p_statuses public.task_status[], p_limit integer) is 'The caller''s inbox: tasks addressed to it or held by it, highest priority first, then oldest; the open ones unless p_statuses names others (null: every status). Open tasks are read from the front of their indexes, however long the history.';
 
 comment on function public.reassign_task(p_task_id uuid, p_to_agent text, p_reason text) is 'The sender gives a task that is not final to another agent; a held task goes back to pending for it. Noted in task_events.';
+
+comment on function public.record_usage(p_task_id uuid, p_claim_token uuid, p_runtime text, p_model text, p_input_tokens bigint, p_output_tokens bigint, p_cached_tokens bigint, p_turns integer, p_cost_usd numeric, p_session_id text) is 'Adds what one run of a task spent on one model to the task''s current attempt: by the holder of the claim, or by the agent that held the task last once it is final.';
 
 comment on function public.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) is 'Operator only: registers an agent and issues its first token id (sign it into a JWT with the project''s JWT secret).';
 
@@ -5530,6 +5705,8 @@ comment on table public.task_declines is 'Broadcasts an agent claimed and handed
 comment on table public.task_events is 'Append-only history: one row for every status a task has taken, written by a trigger.';
 
 comment on table public.task_handoffs is 'Work handed from one agent to another (to_agent) or offered to every capable agent (to_agent null). Status changes only through the RPC functions and only along task_status_transitions.';
+
+comment on table public.task_runs is 'What each attempt of a task spent, by model: input (uncached), output and cached tokens, turns, and the cost where the runtime reports one, with the runtime and its session id. Written by the task''s holder (record_usage); visible to whoever may see the task.';
 
 comment on table public.task_status_transitions is 'Every status change a task may make; the transition trigger refuses any other, for every writer.';
 

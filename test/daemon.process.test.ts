@@ -141,7 +141,7 @@ describe('daemons as processes', () => {
     const config = configFile('no-command', { executors: { code: { timeoutSeconds: 600 } } });
     const proc = runAgent(worker, 'run', config);
     expect(await proc.exited).toBe(2);
-    expect(proc.output()).toMatch(/no-command.json is invalid: executors.code: needs "command" \(a shell command .*\), "module" \(.*\), "a2a" \(.*\) or "openclaw"/);
+    expect(proc.output()).toMatch(/no-command.json is invalid: executors.code: needs "command" \(a shell command .*\), "module" \(.*\), "a2a" \(.*\), "openclaw" \(.*\), "claude" \(.*\), "codex" \(.*\) or "gemini"/);
   });
 
   it('names the variable an OpenClaw executor\'s token is missing from', async () => {

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { ArtifactContent, LinkedArtifact, ResolvedArtifact } from '../client/artifacts.js';
-import type { AgentPresence, Artifact, FanOutJoin, HandoffInput, Task, TaskResult } from '../schemas.js';
+import type { AgentPresence, Artifact, FanOutJoin, HandoffInput, RunUsage, Task, TaskResult } from '../schemas.js';
 
 /** Throw this (or exit 75 from a shell executor) for a failure worth retrying after a backoff. */
 export class RetryableError extends Error {
@@ -61,6 +61,8 @@ export interface ExecutorContext {
   artifact(name: string, content: ArtifactContent | LinkedArtifact, options?: { mediaType?: string }): Promise<Artifact>;
   /** Online agents as of the last heartbeat, for choosing whom to hand work to. */
   peers: AgentPresence[];
+  /** The environment a program acts as this agent with: the API's URL and key, the agent's token, the trace's context. */
+  env: Record<string, string>;
   /** Fires when the task is cancelled, re-queued or taken over, or the agent shuts down. */
   signal: AbortSignal;
   log: Logger;
@@ -74,6 +76,12 @@ export interface ExecutorContext {
    * waits on no question.
    */
   answered(): Promise<string | undefined>;
+  /**
+   * Records what a run spent (tokens by model, turns, cost), added to this attempt in the database and
+   * counted in the agent's metrics. Call it once per run of the runtime and model, with that run's own
+   * counts (not a running total).
+   */
+  usage(usage: RunUsage): Promise<void>;
   /** Hands off a sub-task linked to this one by parent_task_id. */
   handoff(input: HandoffInput): Promise<Task>;
   /**

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { AgentKeyOptions } from '../client/connection.js';
 import type { Message, Task } from '../schemas.js';
 import type { Executor, Executors } from './executors.js';
+import type { AgentRuntime } from '../runtimes/runtime.js';
 
 export const agentDefaults = Object.freeze({
   poll: '*/5 * * * * *',
@@ -94,73 +95,83 @@ const A2AExecutorSpec = z.strictObject({
   tokenEnv: z.string().optional(),
 });
 
-const OpenClawSpec = z.strictObject({
-  /** An OpenClaw gateway's base URL, whose A2A channel is on (channels.a2a). */
-  openclaw: z.url(),
-  /** The environment variable holding the token of the gateway's A2A peer that stands for Baton. */
-  tokenEnv: z.string().min(1),
-});
+/** An entry of a runtime's (src/runtimes): checked by the runtime's own schema. */
+interface RuntimeEntry {
+  runtime: AgentRuntime<unknown>;
+  entry: unknown;
+}
+type ExecutorSpec = z.infer<typeof ShellExecutorSpec> | z.infer<typeof ModuleExecutorSpec> | z.infer<typeof A2AExecutorSpec> | RuntimeEntry;
 
-type ExecutorSpec = z.infer<typeof ShellExecutorSpec> | z.infer<typeof ModuleExecutorSpec> | z.infer<typeof A2AExecutorSpec> | z.infer<typeof OpenClawSpec>;
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** A shell or module executor, told apart by its key, so that a mistake names the field. */
-const ExecutorSpec = z.unknown().transform((value, ctx): ExecutorSpec => {
-  const kind = typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? ('command' in value ? ShellExecutorSpec : 'module' in value ? ModuleExecutorSpec : 'a2a' in value ? A2AExecutorSpec : 'openclaw' in value ? OpenClawSpec : undefined)
-    : undefined;
-  if (!kind) {
-    ctx.addIssue({ code: 'custom', message: 'needs "command" (a shell command that reads the task as JSON on stdin), "module" (a JS module exporting a handler), "a2a" (a remote A2A agent\'s URL) or "openclaw" (an OpenClaw gateway\'s URL, with "tokenEnv")' });
-    return z.NEVER;
-  }
-  const parsed = kind.safeParse(value);
-  if (parsed.success) return parsed.data;
-  for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
-  return z.NEVER;
-});
+/** An executor's entry, its kind told by its key, so that a mistake names the field. */
+function executorSpec(runtimes: ReadonlyArray<AgentRuntime<unknown>>) {
+  const builtIn = [['command', ShellExecutorSpec], ['module', ModuleExecutorSpec], ['a2a', A2AExecutorSpec]] as const;
+  const kinds = ['"command" (a shell command that reads the task as JSON on stdin)', '"module" (a JS module exporting a handler)', '"a2a" (a remote A2A agent\'s URL)', ...runtimes.map((r) => r.about)];
+  return z.unknown().transform((value, ctx): ExecutorSpec => {
+    const key = isObject(value) ? [...builtIn.map(([k]) => k), ...runtimes.map((r) => r.key)].find((k) => k in value) : undefined;
+    const runtime = runtimes.find((r) => r.key === key);
+    const schema = builtIn.find(([k]) => k === key)?.[1] ?? runtime?.spec;
+    if (!schema) {
+      ctx.addIssue({ code: 'custom', message: `needs ${kinds.slice(0, -1).join(', ')} or ${kinds.at(-1)}` });
+      return z.NEVER;
+    }
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+      return z.NEVER;
+    }
+    return runtime ? { runtime, entry: parsed.data } : parsed.data as ExecutorSpec;
+  });
+}
 
-export const AgentFileConfig = z.strictObject({
-  displayName: z.string().optional(),
-  capabilities: z.array(z.string()).optional(),
-  skillsOffered: z.json().optional(),
-  maxConcurrent: z.number().int().optional(),
-  poll: schedule.optional(),
-  heartbeat: schedule.optional(),
-  /** How often the agent wakes (tick from system cron): 15m, 900, ... */
-  every: every.optional(),
-  graceSeconds: z.number().nonnegative().optional(),
-  sweep: z.boolean().optional(),
-  /** Listen for work through Supabase Realtime (default true). */
-  push: z.boolean().optional(),
-  slowPollSeconds: z.number().positive().optional(),
-  metricsPort: z.number().int().min(0).max(65535).optional(),
-  executors: z.record(z.string(), ExecutorSpec).optional(),
-  /** Tell an OpenClaw gateway's agent the results of, and questions about, the tasks this agent sent. */
-  tell: OpenClawSpec.optional(),
-});
-export type AgentFileConfig = z.infer<typeof AgentFileConfig>;
+/** What baton.agent.json may hold, with the runtimes' entries (src/runtimes). */
+export async function agentFileSchema() {
+  const [{ runtimes }, { OpenClawSpec }] = await Promise.all([import('../runtimes/index.js'), import('../runtimes/openclaw.js')]);
+  return z.strictObject({
+    displayName: z.string().optional(),
+    capabilities: z.array(z.string()).optional(),
+    skillsOffered: z.json().optional(),
+    maxConcurrent: z.number().int().optional(),
+    poll: schedule.optional(),
+    heartbeat: schedule.optional(),
+    /** How often the agent wakes (tick from system cron): 15m, 900, ... */
+    every: every.optional(),
+    graceSeconds: z.number().nonnegative().optional(),
+    sweep: z.boolean().optional(),
+    /** Listen for work through Supabase Realtime (default true). */
+    push: z.boolean().optional(),
+    slowPollSeconds: z.number().positive().optional(),
+    metricsPort: z.number().int().min(0).max(65535).optional(),
+    executors: z.record(z.string(), executorSpec(runtimes)).optional(),
+    /** Tell an OpenClaw gateway's agent the results of, and questions about, the tasks this agent sent. */
+    tell: OpenClawSpec.optional(),
+  });
+}
+type AgentFileConfig = z.infer<Awaited<ReturnType<typeof agentFileSchema>>>;
 
 /** Reads and checks baton.agent.json; module executors are imported relative to the file. */
-export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn'>): Promise<Omit<AgentFileConfig, 'executors' | 'tell'> & Pick<AgentOptions, 'executors' | 'onResult' | 'onQuestion'>> {
+export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn' | 'info'>): Promise<Omit<AgentFileConfig, 'executors' | 'tell'> & Pick<AgentOptions, 'executors' | 'onResult' | 'onQuestion'>> {
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
     throw new ConfigError(`cannot read the agent config ${file}: ${(err as Error).message}`);
   }
-  const parsed = AgentFileConfig.safeParse(raw);
+  const parsed = (await agentFileSchema()).safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ');
     throw new ConfigError(`the agent config ${file} is invalid: ${problems}`);
   }
   const { executors: specs, tell, ...rest } = parsed.data;
-  const gateway = (spec: z.infer<typeof OpenClawSpec>, what: string) => {
-    const token = namedVariable(spec.tokenEnv);
-    if (!token) throw new ConfigError(`${what}: ${spec.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at ${spec.openclaw}`);
-    return { url: spec.openclaw, token };
-  };
-  const told = tell ? (await import('../openclaw/gateway.js')).openclawTeller({ ...gateway(tell, '"tell"'), log }) : {};
+  const openclaw = await import('../runtimes/openclaw.js');
+  const told = tell ? openclaw.openclawTeller({ ...openclaw.gatewayOf(tell, '"tell"'), log }) : {};
   const executors: Executors = {};
   for (const [name, spec] of Object.entries(specs ?? {})) {
+    if ('runtime' in spec) {
+      executors[name] = await spec.runtime.executor(spec.entry, { file: path.resolve(file), what: `executor "${name}"`, log });
+      continue;
+    }
     if ('command' in spec) {
       executors[name] = { ...spec, cwd: spec.cwd ? path.resolve(path.dirname(file), spec.cwd) : path.dirname(path.resolve(file)) };
       continue;
@@ -170,11 +181,6 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn'>): P
       if (spec.tokenEnv && !token) throw new ConfigError(`executor "${name}": ${spec.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token for the A2A agent at ${spec.a2a}`);
       const { a2aExecutor } = await import('../a2a/executor.js');
       executors[name] = a2aExecutor({ url: spec.a2a, token });
-      continue;
-    }
-    if ('openclaw' in spec) {
-      const { openclawExecutor } = await import('../openclaw/gateway.js');
-      executors[name] = openclawExecutor(gateway(spec, `executor "${name}"`));
       continue;
     }
     const url = pathToFileURL(path.resolve(path.dirname(file), spec.module)).href;

@@ -84,7 +84,7 @@ export class TaskRunner {
     try {
       const ctx = await this.context(task, signal, log);
       const value = await childSpan('baton execute', { 'baton.executor': chosen.name }, (span) =>
-        runExecutor(chosen.executor, task, ctx, { ...this.deps.env, ...traceEnv(span) }));
+        runExecutor(chosen.executor, task, { ...ctx, env: { ...ctx.env, ...traceEnv(span) } }, { ...this.deps.env, ...traceEnv(span) }));
       this.deps.executorAway(false);
       if (signal.aborted) return await this.stopped(task, signal, log, started, report);
       const result = toResult(value);
@@ -218,6 +218,7 @@ export class TaskRunner {
         return attached;
       },
       peers: this.deps.peers(),
+      env: this.deps.env,
       signal,
       log,
       progress: async (message, percent) => {
@@ -229,6 +230,11 @@ export class TaskRunner {
       },
       ask: (question) => this.ask(task, question, signal, log, handedOver),
       answered: () => this.answered(task, signal, log, handedOver),
+      usage: async (usage) => {
+        const recorded = await this.persist(() => client.recordUsage(task.id, task.claim_token, usage), log, 'usage recorded');
+        this.deps.metrics()?.spent({ ...usage, model: recorded.model });
+        log.info({ model: usage.model, input: usage.inputTokens, output: usage.outputTokens, cached: usage.cachedTokens, costUsd: usage.costUsd, sessionId: usage.sessionId }, 'spent');
+      },
       handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),
       fanOut: async (items, join) => {
         const made = await client.fanOut(task.id, items, join);

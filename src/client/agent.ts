@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, toBatonError, UnauthorizedError, ValidationError, type BatonError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
-  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus,
+  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage,
 } from '../schemas.js';
 import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
@@ -32,6 +32,8 @@ export interface TaskFilter {
 }
 
 const Tasks = z.array(Task);
+const TaskRuns = z.array(TaskRun);
+const ChainUsages = z.array(ChainUsage);
 // The answers' schemas, made once: zod compiles a schema on its first parse, so one made per call
 // costs more than the parse itself.
 const BatchHandoffs = z.array(BatchHandoff);
@@ -302,6 +304,29 @@ export class BatonClient {
   /** The whole chain of a task, root first: producer, inputs, outputs, status and times. */
   async chain(taskId: string): Promise<LineageRow[]> {
     return unwrap(this.db.rpc('task_chain', { p_task_id: parseInput(TaskId, taskId) }), LineageRows);
+  }
+
+  /**
+   * Adds what one run spent (tokens by model, turns, cost) to the task's current attempt: by the holder
+   * of `claimToken`, or by the agent that held the task last once it is final (a cancelled run's spend).
+   */
+  async recordUsage(taskId: string, claimToken: ClaimToken, usage: RunUsage): Promise<TaskRun> {
+    const u = parseInput(RunUsage, usage);
+    return unwrap(this.db.rpc('record_usage', {
+      p_task_id: parseInput(TaskId, taskId), p_claim_token: claimToken ?? noClaim, p_runtime: u.runtime, p_model: u.model,
+      p_input_tokens: u.inputTokens, p_output_tokens: u.outputTokens, p_cached_tokens: u.cachedTokens, p_turns: u.turns,
+      p_cost_usd: u.costUsd, p_session_id: u.sessionId,
+    }), TaskRun);
+  }
+
+  /** What a task's attempts spent, one row per attempt and model, oldest first. */
+  async runs(taskId: string): Promise<TaskRun[]> {
+    return unwrap(this.db.from('task_runs').select('*').eq('task_id', parseInput(TaskId, taskId)).order('attempt').order('model'), TaskRuns);
+  }
+
+  /** What a task and everything under it spent (follow-ups, fan-out parts, joins), by model. */
+  async chainUsage(taskId: string): Promise<ChainUsage[]> {
+    return unwrap(this.db.rpc('chain_usage', { p_task_id: parseInput(TaskId, taskId) }), ChainUsages);
   }
 
   /**

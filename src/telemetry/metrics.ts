@@ -31,6 +31,8 @@ export class DaemonMetrics {
   private readonly claimDelay: Histogram;
   private readonly runTime: Histogram;
   readonly requestErrors: Counter;
+  private readonly tokens: Counter;
+  private readonly cost: Counter;
 
   constructor(private readonly client: BatonClient, gauges: DaemonGauges) {
     const registers = [this.registry];
@@ -52,6 +54,11 @@ export class DaemonMetrics {
       labelNames: ['capability', 'outcome'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers,
     });
     this.requestErrors = new Counter({ name: 'baton_request_errors_total', help: 'Calls to the Baton API that failed: unreachable, or answered 5xx.', registers });
+    this.tokens = new Counter({
+      name: 'baton_tokens_total', help: 'Tokens the runs of this agent\'s tasks spent, by model and kind (input: not cached; output; cached: read from the provider\'s cache).',
+      labelNames: ['model', 'kind'], registers,
+    });
+    this.cost = new Counter({ name: 'baton_cost_usd_total', help: 'What the runs of this agent\'s tasks cost, in US dollars, where the runtime reports it (Claude Code does).', labelNames: ['model'], registers });
     new Gauge({ name: 'baton_tasks_running', help: 'Tasks running in this agent now.', registers, collect() { this.set(gauges.running()); } });
     new Gauge({ name: 'baton_agent_capacity', help: 'How many tasks this agent runs at once (max_concurrent).', registers, collect() { this.set(gauges.capacity()); } });
     new Gauge({ name: 'baton_push_up', help: '1 while every push channel is joined, 0 while the agent polls instead.', registers, collect() { this.set(gauges.pushUp() ? 1 : 0); } });
@@ -80,6 +87,14 @@ export class DaemonMetrics {
     const capability = capabilityOf(task);
     this.outcomes[outcome].inc({ capability });
     this.runTime.observe({ capability, outcome }, seconds);
+  }
+
+  /** Counts what one run spent. */
+  spent(usage: { model: string; inputTokens: number; outputTokens: number; cachedTokens?: number; costUsd?: number }): void {
+    this.tokens.inc({ model: usage.model, kind: 'input' }, usage.inputTokens);
+    this.tokens.inc({ model: usage.model, kind: 'output' }, usage.outputTokens);
+    this.tokens.inc({ model: usage.model, kind: 'cached' }, usage.cachedTokens ?? 0);
+    if (usage.costUsd !== undefined) this.cost.inc({ model: usage.model }, usage.costUsd);
   }
 
   /** Serves /metrics on `port` (0: a free one); resolves with the server once it listens. */

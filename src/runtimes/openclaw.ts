@@ -20,8 +20,11 @@ import { Role, TaskState, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
 import { neverReached, RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../agent/executors.js';
 import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
+import { z } from 'zod';
+import { ConfigError, namedVariable } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Message, Task } from '../schemas.js';
+import type { AgentRuntime } from './runtime.js';
 
 export interface OpenClawGatewayOptions {
   /** The gateway's base URL (its A2A card is at /.well-known/agent-card.json), e.g. http://127.0.0.1:18789. */
@@ -202,3 +205,26 @@ export function openclawTeller(options: OpenClawGatewayOptions & { log?: Pick<Lo
     },
   };
 }
+
+/** An executor's (or the teller's) entry: the gateway's URL, and the variable holding its peer's token. */
+export const OpenClawSpec = z.strictObject({
+  /** An OpenClaw gateway's base URL, whose A2A channel is on (channels.a2a). */
+  openclaw: z.url(),
+  /** The environment variable holding the token of the gateway's A2A peer that stands for Baton. */
+  tokenEnv: z.string().min(1),
+});
+export type OpenClawSpec = z.infer<typeof OpenClawSpec>;
+
+/** The gateway's URL and token named by an entry; a token that is not set stops the daemon at start-up. */
+export function gatewayOf(spec: OpenClawSpec, what: string): OpenClawGatewayOptions {
+  const token = namedVariable(spec.tokenEnv);
+  if (!token) throw new ConfigError(`${what}: ${spec.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token of the A2A peer that stands for Baton on the OpenClaw gateway at ${spec.openclaw}`);
+  return { url: spec.openclaw, token };
+}
+
+export const openclaw: AgentRuntime<OpenClawSpec> = {
+  key: 'openclaw',
+  about: '"openclaw" (an OpenClaw gateway\'s URL, with "tokenEnv")',
+  spec: OpenClawSpec,
+  executor: async (spec, setting) => openclawExecutor(gatewayOf(spec, setting.what)),
+};

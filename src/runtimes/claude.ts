@@ -1,0 +1,110 @@
+/**
+ * Claude Code (`@anthropic-ai/claude-code`) as a Baton worker: `claude -p <prompt> --output-format json`
+ * in the task's folder, the session named by Baton (`--session-id`) and resumed with `--resume` when the
+ * agent's question is answered. Its one JSON result gives the reply, the session, the usage and cost by
+ * model (`modelUsage`, `total_cost_usd`; a resumed session's are its totals so far, so each run records
+ * the difference), and what went wrong: `is_error` with `api_error_status`, and
+ * `permission_denials` (a tool it needed but may not use; Claude Code still exits 0).
+ *
+ * The agent may use only the tools the config names (`--allowedTools`), plus `baton …` in its shell;
+ * print mode refuses the rest without asking. `bypassPermissions` runs it with
+ * `--dangerously-skip-permissions`, which Claude Code refuses as root unless told the machine is a
+ * sandbox (`sandboxed`: IS_SANDBOX=1).
+ */
+import { ConfigError } from '../config.js';
+import { codingAgentRuntime, failureOfStatus, newSessionId, type CodingCli, type RunReport } from './coding-agent.js';
+
+interface Totals { input: number; output: number; cached: number; cost: number; turns: number }
+
+interface ClaudeResult {
+  type?: string;
+  subtype?: string;
+  is_error?: boolean;
+  api_error_status?: number | null;
+  result?: string;
+  session_id?: string;
+  num_turns?: number;
+  total_cost_usd?: number;
+  permission_denials?: Array<{ tool_name?: string; tool_input?: unknown }>;
+  modelUsage?: Record<string, { inputTokens?: number; outputTokens?: number; cacheReadInputTokens?: number; cacheCreationInputTokens?: number; costUSD?: number }>;
+}
+
+const cli: CodingCli = {
+  key: 'claude',
+  name: 'Claude Code',
+  npmPackage: '@anthropic-ai/claude-code',
+  command: 'claude',
+  passEnv: /^(ANTHROPIC_|CLAUDE_CODE_|DISABLE_(TELEMETRY|AUTOUPDATER|ERROR_REPORTING|NON_ESSENTIAL_MODEL_CALLS)$|AWS_|CLOUD_ML_REGION$|VERTEX_|GOOGLE_APPLICATION_CREDENTIALS$)/,
+  check(options) {
+    if (options.bypassPermissions && !options.sandboxed && process.getuid?.() === 0) {
+      throw new ConfigError('Claude Code refuses --dangerously-skip-permissions as root: run the daemon as another user, or, if this machine is a sandbox of its own (a container or VM), say so with "sandboxed": true');
+    }
+  },
+  prepare(run) {
+    return {
+      // No update checks, telemetry or error reports from a worker.
+      DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      ...(run.options.sandboxed ? { IS_SANDBOX: '1' } : {}),
+    };
+  },
+  newSession: newSessionId,
+  args(run, prompt, session) {
+    const { options } = run;
+    const tools = [...(options.tools ?? []), `Bash(${run.batonPath}:*)`];
+    return [
+      '-p', prompt, '--output-format', 'json',
+      ...(session.resumed ? ['--resume', session.id!] : ['--session-id', session.id!]),
+      ...(options.model ? ['--model', options.model] : []),
+      '--allowedTools', tools.join(','),
+      ...(options.bypassPermissions ? ['--dangerously-skip-permissions'] : []),
+      ...options.args,
+    ];
+  },
+  read(output, session) {
+    const result = lastResult(output.stdout);
+    if (!result) return { usage: [] };
+    // A resumed session reports the session's totals so far: what this run spent is the difference.
+    const before = (session.state.totals ?? {}) as Record<string, Totals>;
+    const totals: Record<string, Totals> = {};
+    const usage = Object.entries(result.modelUsage ?? {}).map(([model, u], i) => {
+      const now = { input: (u.inputTokens ?? 0) + (u.cacheCreationInputTokens ?? 0), output: u.outputTokens ?? 0, cached: u.cacheReadInputTokens ?? 0, cost: u.costUSD ?? 0, turns: i === 0 ? result.num_turns ?? 0 : 0 };
+      totals[model] = now;
+      const had = session.resumed && before[model] && now.input >= before[model].input ? before[model] : { input: 0, output: 0, cached: 0, cost: 0, turns: 0 };
+      return {
+        model,
+        inputTokens: now.input - had.input,
+        outputTokens: Math.max(0, now.output - had.output),
+        cachedTokens: Math.max(0, now.cached - had.cached),
+        // The turns are the session's; they go with its first model.
+        turns: Math.max(0, now.turns - had.turns),
+        ...(u.costUSD !== undefined ? { costUsd: Math.max(0, now.cost - had.cost) } : {}),
+      };
+    });
+    session.state.totals = { ...before, ...totals };
+    const report: RunReport = { sessionId: result.session_id, text: result.result, usage };
+    if (result.is_error) {
+      const why = (result.result ?? result.subtype ?? 'an error').slice(0, 1000);
+      report.failure = result.api_error_status ? failureOfStatus(result.api_error_status, why) : { kind: 'retry', message: `the run ended in error (${result.subtype ?? 'error'}): ${why}` };
+    } else if (result.permission_denials?.length) {
+      const tools = [...new Set(result.permission_denials.map((d) => d.tool_name ?? 'a tool'))].join(', ');
+      report.failure = { kind: 'retry', message: `the agent needed tools it may not use: ${tools} (name them in the executor's "tools" to allow them)` };
+    }
+    return report;
+  },
+};
+
+/** The `result` object Claude Code prints last (one JSON document; with stream-json, the last line). */
+function lastResult(stdout: string): ClaudeResult | undefined {
+  const text = stdout.trim();
+  const tries = [text, ...text.split('\n').reverse()];
+  for (const candidate of tries) {
+    try {
+      const parsed = JSON.parse(candidate) as ClaudeResult;
+      if (parsed && typeof parsed === 'object' && parsed.type === 'result') return parsed;
+    } catch { /* not this one */ }
+  }
+  return undefined;
+}
+
+export const claude = codingAgentRuntime(cli);

@@ -1,0 +1,105 @@
+/**
+ * Codex (`@openai/codex`) as a Baton worker: `codex exec --json` in the task's folder, with a private
+ * CODEX_HOME (a copy of the daemon's config.toml and auth.json, so its provider and login hold), resumed
+ * with `codex exec resume <thread>` when the agent's question is answered. Its JSON lines give the thread
+ * (`thread.started`), the agent's messages, and usage at `turn.completed`; on a resumed thread the usage
+ * is the thread's total, so each run records the difference. Codex reports tokens, not cost.
+ *
+ * Codex has no list of allowed tools: it is confined by its sandbox. Baton runs it with
+ * `approval_policy = "never"` (nobody is there to approve) in the `workspace-write` sandbox with network
+ * access (the agent's `baton` command reaches the API); `bypassPermissions` runs it with
+ * `danger-full-access` (no sandbox).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { passedEnvironment } from '../config.js';
+import { codingAgentRuntime, failureOfStatus, type CodingCli, type RunReport, type RunSetup } from './coding-agent.js';
+
+interface CodexEvent {
+  type?: string;
+  thread_id?: string;
+  item?: { type?: string; text?: string; message?: string };
+  usage?: { input_tokens?: number; cached_input_tokens?: number; output_tokens?: number; reasoning_output_tokens?: number };
+  error?: { message?: string };
+  message?: string;
+}
+
+/** The Codex settings whose provider and login a run's private home copies: the executor's CODEX_HOME, the daemon's, or ~/.codex. */
+const codexHomeOf = (run: RunSetup) => run.options.env.CODEX_HOME || passedEnvironment(/^CODEX_HOME$/).CODEX_HOME || path.join(os.homedir(), '.codex');
+
+const cli: CodingCli = {
+  key: 'codex',
+  name: 'Codex',
+  npmPackage: '@openai/codex',
+  command: 'codex',
+  passEnv: /^(OPENAI_|AZURE_OPENAI_|CODEX_API_KEY$)/,
+  prepare(run) {
+    const home = path.join(run.home, 'codex');
+    fs.mkdirSync(home, { recursive: true, mode: 0o700 });
+    for (const file of ['config.toml', 'auth.json']) {
+      const from = path.join(codexHomeOf(run), file);
+      if (fs.existsSync(from)) fs.copyFileSync(from, path.join(home, file));
+      if (fs.existsSync(path.join(home, file))) fs.chmodSync(path.join(home, file), 0o600);
+    }
+    return { CODEX_HOME: home };
+  },
+  args(run, prompt, session) {
+    const { options } = run;
+    const settings = [
+      'approval_policy="never"',
+      ...(options.bypassPermissions ? ['sandbox_mode="danger-full-access"'] : ['sandbox_mode="workspace-write"', 'sandbox_workspace_write.network_access=true']),
+    ].flatMap((s) => ['-c', s]);
+    const common = ['--json', '--skip-git-repo-check', ...settings, ...(options.model ? ['-m', options.model] : []), ...options.args];
+    return session.resumed ? ['exec', 'resume', ...common, session.id!, prompt] : ['exec', ...common, prompt];
+  },
+  read(output, session, run) {
+    const events = output.stdout.split('\n').flatMap((line) => {
+      try { return [JSON.parse(line) as CodexEvent]; } catch { return []; }
+    });
+    const report: RunReport = { usage: [] };
+    const texts: string[] = [];
+    let total: CodexEvent['usage'];
+    let turns = 0;
+    for (const e of events) {
+      if (e.type === 'thread.started' && e.thread_id) report.sessionId = e.thread_id;
+      else if (e.type === 'item.completed' && e.item?.type === 'agent_message' && e.item.text) texts.push(e.item.text);
+      else if (e.type === 'turn.completed') { total = e.usage; turns += 1; }
+      else if (e.type === 'turn.failed' || e.type === 'error') report.failure = codexFailure(e.error?.message ?? e.message ?? 'the turn failed');
+    }
+    report.text = texts.at(-1);
+    if (total) {
+      // A resumed thread reports its whole total: what this run spent is the difference.
+      const before = (session.state.total as Required<NonNullable<CodexEvent['usage']>> | undefined) ?? { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_output_tokens: 0 };
+      const now = { input_tokens: total.input_tokens ?? 0, cached_input_tokens: total.cached_input_tokens ?? 0, output_tokens: total.output_tokens ?? 0, reasoning_output_tokens: total.reasoning_output_tokens ?? 0 };
+      const resumedTotal = session.resumed && now.input_tokens >= before.input_tokens;
+      const base = resumedTotal ? before : { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_output_tokens: 0 };
+      session.state.total = resumedTotal ? now : { ...now, input_tokens: now.input_tokens + before.input_tokens, cached_input_tokens: now.cached_input_tokens + before.cached_input_tokens, output_tokens: now.output_tokens + before.output_tokens };
+      const cached = now.cached_input_tokens - base.cached_input_tokens;
+      report.usage.push({
+        model: modelOf(run),
+        inputTokens: Math.max(0, now.input_tokens - base.input_tokens - cached),
+        outputTokens: Math.max(0, now.output_tokens - base.output_tokens),
+        cachedTokens: Math.max(0, cached),
+        turns,
+      });
+    }
+    return report;
+  },
+};
+
+/** The model a run used: the executor's, else the one Codex's settings name. */
+function modelOf(run: RunSetup): string {
+  return run.options.model ?? /^\s*model\s*=\s*"([^"]+)"/m.exec(readOr(path.join(run.home, 'codex', 'config.toml')))?.[1] ?? 'codex-default';
+}
+
+function codexFailure(message: string): NonNullable<RunReport['failure']> {
+  const status = /\b(4\d\d|5\d\d)\b/.exec(message);
+  return status ? failureOfStatus(Number(status[1]), message.slice(0, 1000)) : { kind: 'retry', message: message.slice(0, 1000) };
+}
+
+function readOr(file: string): string {
+  try { return fs.readFileSync(file, 'utf8'); } catch { return ''; }
+}
+
+export const codex = codingAgentRuntime(cli);

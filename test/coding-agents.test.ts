@@ -1,0 +1,290 @@
+/**
+ * Claude Code, Codex and Gemini CLI doing Baton's work, each the real CLI from npm (installed once into
+ * a cache by scripts/coding-agents-runtime.mjs), behind a real daemon on the suite's stack. The one
+ * double is the model: a scripted server (model-server.ts) that speaks each CLI's API, decides what the
+ * agent does (run a shell command, ask through `baton ask`, answer), and reports what it "spent".
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Handler } from '../src/agent/executors.js';
+import { claude } from '../src/runtimes/claude.js';
+import { codex } from '../src/runtimes/codex.js';
+import type { CodingAgentOptions } from '../src/runtimes/coding-agent.js';
+import { gemini } from '../src/runtimes/gemini.js';
+import type { AgentRuntime } from '../src/runtimes/runtime.js';
+import type { Task } from '../src/schemas.js';
+// @ts-expect-error: a plain JS script
+import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
+import { daemon, eventually } from './daemon-helpers.js';
+import { newAgent, type TestAgent } from './helpers.js';
+import { startModelServer, type Entry, type ModelServer, type Reply, type Turn, type Usage } from './model-server.js';
+
+const paths = ensureCodingAgents({ log: () => undefined }) as { claude: string; codex: string; gemini: string };
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-coding-'));
+
+interface Cli {
+  key: 'claude' | 'codex' | 'gemini';
+  runtime: AgentRuntime<Record<string, CodingAgentOptions>>;
+  model: string;
+  shell: string;
+  input(command: string): Record<string, unknown>;
+  options(server: ModelServer): Partial<CodingAgentOptions>;
+}
+
+const clis: Cli[] = [
+  {
+    key: 'claude', runtime: claude, model: 'claude-sonnet-4-5', shell: 'Bash',
+    input: (command) => ({ command, description: 'run it' }),
+    // No retries of its own: the test says which answer fails.
+    options: (server) => ({ tools: ['Bash'], env: { ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_MAX_RETRIES: '0' } }),
+  },
+  {
+    key: 'codex', runtime: codex, model: 'gpt-5.1-codex', shell: 'exec_command',
+    input: (command) => ({ cmd: command }),
+    options: (server) => {
+      const home = path.join(scratch, 'codex-home');
+      fs.mkdirSync(home, { recursive: true });
+      fs.writeFileSync(path.join(home, 'config.toml'), [
+        'model = "gpt-5.1-codex"', 'model_provider = "scripted"', '',
+        '[model_providers.scripted]', 'name = "scripted"', `base_url = "${server.url}/v1"`, 'wire_api = "responses"', 'env_key = "OPENAI_API_KEY"',
+        'request_max_retries = 0', 'stream_max_retries = 0', '',
+      ].join('\n'));
+      return { env: { CODEX_HOME: home, OPENAI_API_KEY: 'sk-scripted' } };
+    },
+  },
+  {
+    key: 'gemini', runtime: gemini, model: 'gemini-2.5-pro', shell: 'run_shell_command',
+    input: (command) => ({ command }),
+    options: (server) => ({ tools: ['run_shell_command'], model: 'gemini-2.5-pro', env: { GEMINI_API_KEY: 'scripted', GOOGLE_GEMINI_BASE_URL: server.url } }),
+  },
+];
+
+/** The task a turn works on: the first task id its conversation names. */
+const taskOf = (turn: Turn) => /Baton task ([0-9a-f-]{36})/.exec(turn.all)?.[1];
+const scenarioOf = (turn: Turn) => /\[s:([a-z0-9-]+)\]/.exec(turn.all)?.[1];
+/** The shell commands the agent ran so far in this conversation. */
+const ranSoFar = (turn: Turn) => turn.entries.filter((e: Entry) => e.role === 'assistant' && e.tool);
+
+/** Usage the server reported, by task and model, for comparison with what Baton recorded. */
+const spentByTask = new Map<string, Map<string, Usage>>();
+/** Answers that fail, by task: the next HTTP statuses to answer with. */
+const failures = new Map<string, number[]>();
+/** Tasks whose key the provider refuses until the test lets it through. */
+const refused = new Set<string>();
+
+const apis = { anthropic: 'claude', openai: 'codex', gemini: 'gemini' } as const;
+
+function script() {
+  return (turn: Turn): Reply => {
+    const task = taskOf(turn);
+    const scenario = scenarioOf(turn);
+    const { shell, input } = clis.find((c) => c.key === apis[turn.api])!;
+    const run = (command: string): Reply => ({ tool: shell, input: input(command) });
+    if (!task || !scenario) return { text: 'nothing to do' };
+    if (refused.has(task)) return { status: 401, error: 'invalid x-api-key' };
+    const failing = failures.get(task);
+    if (failing?.length) {
+      const status = failing.shift()!;
+      return { status, error: status === 400 ? 'provider rejected the request' : 'provider internal error' };
+    }
+    const steps = ranSoFar(turn).length;
+    const baton = /run (\S+) in your shell/.exec(turn.all)?.[1] ?? 'baton';
+    const answered = turn.entries.find((e) => e.role === 'user' && e.text.includes('Answer from'));
+    switch (scenario) {
+      case 'artifact':
+        return steps === 0 ? run('printf "report for the task" > outputs/report.txt && echo written') : { text: 'Wrote outputs/report.txt.' };
+      case 'ask':
+        if (answered) return { text: `Using ${/\n\n(.*)\n\nGo on/s.exec(answered.text)?.[1]}; I remember running ${steps} command(s) before.` };
+        return steps === 0 ? run(`${baton} ask ${task} "tabs or spaces?"`) : { text: 'I asked the sender; waiting for the answer.' };
+      case 'cancel':
+        return steps === 0 ? run(`sleep 300 # marker-${task}`) : { text: 'slept' };
+      case 'crash':
+        // In the first attempt the test kills the CLI while its tool sleeps; the second finishes.
+        if (turn.all.includes('This is attempt 2')) return { text: 'done on attempt 2' };
+        return steps === 0 ? run(`exec -a crash-${task} sleep 300`) : { text: 'unreachable' };
+      case 'errors':
+        return { text: 'worked after the errors' };
+      case 'chain':
+        return steps === 0 ? run(`${baton} handoff ${/next: ([a-z0-9-]+)/.exec(turn.all)?.[1]} "[s:artifact] the second part" --parent ${task} --json`) : { text: 'handed on' };
+      default:
+        return { text: `no such scenario ${scenario}` };
+    }
+  };
+}
+
+function usageOf(turn: Turn): Usage {
+  const input = 100 + (turn.entries.length * 7);
+  const usage = { input, output: 11 + turn.entries.length, cached: 5 };
+  const task = taskOf(turn);
+  if (task) {
+    const byModel = spentByTask.get(task) ?? new Map<string, Usage>();
+    const had = byModel.get(turn.model) ?? { input: 0, output: 0, cached: 0 };
+    byModel.set(turn.model, { input: had.input + usage.input, output: had.output + usage.output, cached: had.cached + usage.cached });
+    spentByTask.set(task, byModel);
+  }
+  return usage;
+}
+
+let server: ModelServer;
+beforeAll(async () => {
+  server = await startModelServer(script(), { usage: usageOf });
+});
+afterAll(async () => {
+  if (process.env.BATON_DEBUG_TURNS) fs.writeFileSync(process.env.BATON_DEBUG_TURNS, server.turns.map((t) => JSON.stringify({ api: t.api, last: t.last, n: t.entries.length })).join('\n'));
+  await server?.close();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+async function worker(cli: Cli, extra: Partial<CodingAgentOptions> = {}): Promise<{ agent: TestAgent; lines: Array<Record<string, unknown>> }> {
+  const agent = await newAgent(`${cli.key}-worker`);
+  const dir = fs.mkdtempSync(path.join(scratch, `${cli.key}-`));
+  const options = { bin: paths[cli.key], timeoutSeconds: 300, ...cli.options(server), ...extra } as CodingAgentOptions;
+  const handler: Handler = await cli.runtime.executor({ [cli.key]: options }, { file: path.join(dir, 'baton.agent.json'), what: `executor "${cli.key}"` });
+  const { lines } = await daemon(agent, { executors: { '*': handler } });
+  return { agent, lines };
+}
+
+const final = (t: Task) => ['completed', 'failed', 'rejected', 'cancelled'].includes(t.status);
+async function finished(sender: TestAgent, id: string, ms = 150_000): Promise<Task> {
+  return eventually(async () => { const t = await sender.client.getTask(id); return final(t) ? t : undefined; }, ms, `task ${id} to finish`);
+}
+
+/** What Baton recorded for a task equals what the model server reported for it. */
+async function expectUsageRecorded(sender: TestAgent, id: string) {
+  const runs = await sender.client.runs(id);
+  const recorded = new Map<string, Usage>();
+  for (const r of runs) {
+    const had = recorded.get(r.model) ?? { input: 0, output: 0, cached: 0 };
+    recorded.set(r.model, { input: had.input + r.input_tokens, output: had.output + r.output_tokens, cached: had.cached + r.cached_tokens });
+  }
+  expect(recorded).toEqual(spentByTask.get(id));
+  return runs;
+}
+
+describe.each(clis)('$key as a worker', (cli) => {
+  it('does a hand-off with a file artifact and its hash, and records its usage', async () => {
+    const sender = await newAgent('sender');
+    const { agent } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:artifact] Write the report', expectedOutputs: [{ name: 'report.txt' }] });
+    const done = await finished(sender, task.id);
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+    expect(done.result?.summary).toContain('Wrote outputs/report.txt');
+    const artifact = await sender.client.artifact(task.id, 'report.txt');
+    expect(artifact.text()).toBe('report for the task');
+    expect(artifact.sha256).toMatch(/^[0-9a-f]{64}$/);
+    const runs = await expectUsageRecorded(sender, task.id);
+    expect(runs[0]).toMatchObject({ runtime: cli.key, attempt: 1, agent_id: agent.id });
+    expect(runs[0]!.session_id).toBeTruthy();
+    if (cli.key === 'claude') expect(Number(runs[0]!.cost_usd)).toBeGreaterThan(0);
+    else expect(runs[0]!.cost_usd).toBeNull();
+  }, 180_000);
+
+  it('asks from inside the run, and the answer resumes the same session', async () => {
+    const sender = await newAgent('sender');
+    const { agent } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:ask] Format the file' });
+    await eventually(async () => (await sender.client.getTask(task.id)).status === 'input_required', 120_000, 'the question');
+    // The run ends with the question: no CLI process is left for the task while it waits.
+    await eventually(async () => processesOf(task.id).length === 0, 60_000, 'the run to end');
+    await sender.client.answer(task.id, 'spaces');
+    const done = await finished(sender, task.id);
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+    // The resumed session saw its earlier turns: the command it ran before the question.
+    expect(done.result?.summary).toMatch(/^Using spaces; I remember running [1-9]\d* command/);
+    const runs = await expectUsageRecorded(sender, task.id);
+    const main = runs.find((r) => r.model === cli.model) ?? runs[0]!;
+    expect(main.reports).toBe(2);
+    expect(new Set(runs.map((r) => r.attempt))).toEqual(new Set([1]));
+  }, 240_000);
+
+  it('ends the CLI\'s whole process tree when the task is cancelled', async () => {
+    const sender = await newAgent('sender');
+    const { agent } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:cancel] Sleep' });
+    await eventually(async () => processesOf(task.id).length > 0, 120_000, 'the agent\'s sleep to start');
+    await sender.client.cancel(task.id, 'not needed');
+    await eventually(async () => processesOf(task.id).length === 0, 30_000, 'the process tree to end');
+    expect((await sender.client.getTask(task.id)).status).toBe('cancelled');
+  }, 180_000);
+
+  it('retries a CLI that crashed mid-run, once, and is done once', async () => {
+    const sender = await newAgent('sender');
+    const { agent } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:crash] Crash once' });
+    await eventually(async () => processesOf(`crash-${task.id}`).length > 0, 120_000, 'the agent\'s tool to start');
+    // The CLI itself dies (an OOM kill, say): its tool's sleep is left behind, until Baton ends it.
+    for (const line of processesOf(`doing Baton task ${task.id}`)) process.kill(Number(line.split(' ')[0]), 'SIGKILL');
+    const done = await finished(sender, task.id);
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+    expect(done.attempts).toBe(2);
+    expect(done.result?.summary).toBe('done on attempt 2');
+    const events = await sender.client.events(task.id);
+    expect(events.filter((e) => e.to_status === 'completed')).toHaveLength(1);
+    await eventually(async () => processesOf(`crash-${task.id}`).length === 0, 30_000, 'the crashed run\'s tool to end');
+  }, 240_000);
+});
+
+describe.each(clis.filter((c) => c.key !== 'gemini'))('$key and its model\'s errors', (cli) => {
+  it('fails the attempt on a 500 and a 400 (never a result), then works', async () => {
+    const sender = await newAgent('sender');
+    const { agent } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:errors] Work through errors', maxAttempts: 3 });
+    failures.set(task.id, [500, 400]);
+    const done = await finished(sender, task.id, 200_000);
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+    expect(done.result?.summary).toBe('worked after the errors');
+    // Each error failed an attempt, with the provider's status as its reason (a CLI's own side request
+    // may meet one of them instead).
+    expect(done.attempts).toBeGreaterThanOrEqual(2);
+    const retried = (await sender.client.events(task.id)).filter((e) => e.to_status === 'pending' && e.note);
+    expect(retried.map((e) => e.note).join('\n')).toMatch(/HTTP (500|400)|high demand|provider rejected/);
+  }, 240_000);
+
+  it('hands back a task whose model refuses the key, without costing it an attempt', async () => {
+    const sender = await newAgent('sender');
+    const { agent, lines } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:errors] Refused key', maxAttempts: 1 });
+    refused.add(task.id);
+    await eventually(async () => lines.find((l) => /^released/.test(String(l.msg)) && /credentials/.test(String(l.reason))), 120_000, 'the hand-back');
+    expect((await sender.client.getTask(task.id)).status).not.toBe('failed');
+    refused.delete(task.id);
+    const done = await finished(sender, task.id, 200_000);
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+  }, 240_000);
+});
+
+describe('a chain across two CLIs', () => {
+  it('sums the usage of a hand-off from Claude Code to Codex under the root', async () => {
+    const sender = await newAgent('sender');
+    const { agent: second } = await worker(clis[1]!);
+    const { agent: first } = await worker(clis[0]!);
+    const root = await sender.client.handoff({ to: first.id, title: `[s:chain] Start the chain (next: ${second.id})` });
+    const done = await finished(sender, root.id);
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+    const child = await eventually(async () => (await sender.client.chain(root.id)).find((t) => t.id !== root.id), 60_000, 'the follow-up');
+    const childDone = await finished(first, child.id);
+    expect(childDone.status, childDone.status_reason ?? '').toBe('completed');
+    const chain = await sender.client.chainUsage(root.id);
+    const expected = new Map<string, Usage>();
+    for (const id of [root.id, child.id]) {
+      for (const [model, u] of spentByTask.get(id) ?? []) {
+        const had = expected.get(model) ?? { input: 0, output: 0, cached: 0 };
+        expected.set(model, { input: had.input + u.input, output: had.output + u.output, cached: had.cached + u.cached });
+      }
+    }
+    expect(new Map(chain.map((c) => [c.model, { input: c.input_tokens, output: c.output_tokens, cached: c.cached_tokens }]))).toEqual(expected);
+    expect(chain.map((c) => c.runtime).sort()).toEqual(['claude', 'codex']);
+  }, 300_000);
+});
+
+/** The processes whose command line names the task (the CLI's folder or the agent's marker). */
+function processesOf(taskId: string): string[] {
+  try {
+    return execFileSync('pgrep', ['-af', taskId], { encoding: 'utf8' }).trim().split('\n').filter((l) => l && !l.includes('pgrep'));
+  } catch {
+    return [];
+  }
+}
