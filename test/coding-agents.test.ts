@@ -19,7 +19,8 @@ import type { Task } from '../src/schemas.js';
 // @ts-expect-error: a plain JS script
 import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
 import { daemon, eventually } from './daemon-helpers.js';
-import { newAgent, type TestAgent } from './helpers.js';
+import { cliAs, parsed } from './cli.js';
+import { newAgent, stack, type TestAgent } from './helpers.js';
 import { startModelServer, type Entry, type ModelServer, type Reply, type Turn, type Usage } from './model-server.js';
 
 const paths = ensureCodingAgents({ log: () => undefined }) as { claude: string; codex: string; gemini: string };
@@ -277,6 +278,10 @@ describe('a chain across two CLIs', () => {
     }
     expect(new Map(chain.map((c) => [c.model, { input: c.input_tokens, output: c.output_tokens, cached: c.cached_tokens }]))).toEqual(expected);
     expect(chain.map((c) => c.runtime).sort()).toEqual(['claude', 'codex']);
+    // The sender reads the same with the CLI.
+    const shown = parsed<{ usage: unknown[]; chain: Array<{ model: string; input_tokens: number }> }>(await cliAs(sender.token, stack)('show', root.id, '--chain', '--json'));
+    expect(shown.usage.length).toBeGreaterThan(0);
+    expect(shown.chain.map((c) => [c.model, c.input_tokens])).toEqual(chain.map((c) => [c.model, c.input_tokens]));
   }, 300_000);
 });
 

@@ -1,5 +1,5 @@
 /** How tasks, events and messages read at a terminal. */
-import type { AgentPresence, Artifact, LineageRow, Message, Task, TaskEvent } from '../schemas.js';
+import type { AgentPresence, Artifact, ChainUsage, LineageRow, Message, Task, TaskEvent, TaskRun } from '../schemas.js';
 import { ago, fields, paint, table } from './format.js';
 import { progressText, rhythmOf } from './words.js';
 
@@ -48,7 +48,7 @@ export function messageTable(messages: Message[]): string {
   ], 'No messages.');
 }
 
-export function taskDetail({ task: t, events, messages }: { task: Task; events: TaskEvent[]; messages: Message[] }): string {
+export function taskDetail({ task: t, events, messages, usage, chain }: { task: Task; events: TaskEvent[]; messages: Message[]; usage?: TaskRun[]; chain?: ChainUsage[] }): string {
   const parts = [fields([
     ['id', t.id],
     ['title', t.title],
@@ -73,8 +73,33 @@ export function taskDetail({ task: t, events, messages }: { task: Task; events: 
     ['NOTE', (e) => e.note],
   ]));
   parts.push('', paint('bold', 'Thread'), messages.length ? messageTable(messages) : 'No messages.');
+  if (usage?.length) {
+    parts.push('', paint('bold', 'Spent'), table(usage, [
+      ['ATTEMPT', (r) => String(r.attempt)],
+      ['RUNTIME', (r) => r.runtime],
+      ['MODEL', (r) => r.model],
+      ['INPUT', (r) => String(r.input_tokens)],
+      ['OUTPUT', (r) => String(r.output_tokens)],
+      ['CACHED', (r) => String(r.cached_tokens)],
+      ['TURNS', (r) => String(r.turns)],
+      ['COST', (r) => dollars(r.cost_usd)],
+      ['SESSION', (r) => r.session_id],
+    ]));
+  }
+  if (chain) {
+    parts.push('', paint('bold', 'Spent by the chain under this task'), table(chain, [
+      ['MODEL', (c) => c.model],
+      ['TASKS', (c) => String(c.tasks)],
+      ['INPUT', (c) => String(c.input_tokens)],
+      ['OUTPUT', (c) => String(c.output_tokens)],
+      ['CACHED', (c) => String(c.cached_tokens)],
+      ['COST', (c) => dollars(c.cost_usd)],
+    ], 'Nothing recorded yet.'));
+  }
   return parts.join('\n');
 }
+
+const dollars = (usd: number | null) => (usd === null ? null : `$${usd.toFixed(4)}`);
 
 
 export function presenceTable(agents: AgentPresence[]): string {

@@ -175,15 +175,20 @@ Example:
     });
 
   program.command('show <task>')
-    .description('a task with its history and its message thread')
+    .description('a task with its history, its message thread and what its runs spent')
+    .option('--chain', 'add what the task and everything under it spent, by model')
     .addHelpText('after', `
-Example:
-  $ baton show 3f2a1b`)
-    .action(async (prefix: string, _opts, command: Command) => {
+Examples:
+  $ baton show 3f2a1b
+  $ baton show 3f2a1b --chain --json`)
+    .action(async (prefix: string, opts: { chain?: boolean }, command: Command) => {
       const config = configOf(command);
       const client = await agentClient(config);
       const id = await client.resolveTaskId(prefix);
-      const [task, events, messages] = await withBeat(client, Promise.all([client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 })]));
-      emit(config, { task, events, messages: messages.reverse() }, taskDetail);
+      const [task, events, messages, usage, chain] = await withBeat(client, Promise.all([
+        client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 }), client.runs(id),
+        opts.chain ? client.chainUsage(id) : undefined,
+      ]));
+      emit(config, { task, events, messages: messages.reverse(), usage, ...(chain ? { chain } : {}) }, taskDetail);
     });
 }
