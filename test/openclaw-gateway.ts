@@ -27,7 +27,7 @@ export interface Turn {
   /** The whole system prompt (the skills the gateway offers are listed in it). */
   system: string;
 }
-export type Action = { text: string } | { exec: string };
+export type Action = { text: string } | { exec: string } | { status: number; error: string };
 
 interface ChatMessage { role: string; content?: unknown; tool_calls?: unknown[] }
 
@@ -68,6 +68,10 @@ export async function scriptedModel(script: (turn: Turn) => Action | Promise<Act
       action = await script(turn);
     } catch (err) {
       action = { text: `the script failed: ${(err as Error).message}` };
+    }
+    if ('status' in action) {
+      res.writeHead(action.status, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ error: { message: action.error, type: action.status >= 500 ? 'server_error' : 'invalid_request_error', code: null } }));
     }
     const id = `call_${++calls}`;
     const message = 'exec' in action

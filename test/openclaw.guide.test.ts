@@ -231,7 +231,8 @@ describe('docs/openclaw.md', () => {
         if (block === peer) expect(ran.out.split('\n').find((line) => / baton\s/.test(line)), ran.out).toMatch(/✓ ready/);
       }
     }
-    expect(fs.statSync(path.join(a.home, 'baton', '.env')).mode & 0o077).toBe(0);
+    // The agent's token is readable by its owner only, where the daemon reads it and where OpenClaw does.
+    for (const file of [path.join(a.home, 'baton', '.env'), path.join(a.home, '.openclaw', '.env')]) expect(fs.statSync(file).mode & 0o077, file).toBe(0);
 
     // 4. The agent file where the page says (machine A's without capabilities and executors), and the daemon.
     for (const m of machines) {

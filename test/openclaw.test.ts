@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pino from 'pino';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAgentFile } from '../src/agent/options.js';
 import { freePort } from '../src/stack/ports.js';
@@ -38,6 +39,8 @@ const slow = (() => {
 
 /** What the agents of both gateways do, by what they were told. */
 function script(turn: Turn): Action | Promise<Action> {
+  // B's provider, while the test says it fails, fails every call (OpenClaw's own retries too).
+  if (turn.model === 'gateway-b' && providerB.failing) return { status: providerB.failing, error: providerB.failing === 400 ? 'provider rejected the request' : 'provider internal error' };
   const last = turn.toolResults.at(-1);
   const said = turn.inbound;
   if (turn.model === 'gateway-a') {
@@ -68,6 +71,8 @@ function script(turn: Turn): Action | Promise<Action> {
   return { text: 'Nothing to do.' };
 }
 
+/** What B's model provider answers meanwhile: an HTTP error status, or undefined when it works. */
+const providerB: { failing?: number } = {};
 let root: string;
 let model: Awaited<ReturnType<typeof scriptedModel>>;
 let alice: TestAgent;
@@ -266,6 +271,45 @@ describe('Baton between OpenClaw gateways', () => {
     expect(done.result?.summary).toBe('The sum is 9.');
     await waitToldA(task.id, 'is completed', 'gateway A\'s agent to be told the result');
   }, 240_000);
+
+  it('fails the attempt when B\'s model answers 500 and then 400, never taking OpenClaw\'s words as the result, then has it done', async () => {
+    const attempts = async (id: string, n: number) => eventually(async () => {
+      const events = await alice.client.events(id);
+      return events.filter((e) => e.to_status === 'pending' && e.note).length >= n;
+    }, 120_000, `attempt ${n} to fail`);
+    providerB.failing = 500;
+    const id = await askA(4, 4, 'plain');
+    try {
+      await attempts(id, 1);
+      providerB.failing = 400;
+      await attempts(id, 2);
+    } finally {
+      providerB.failing = undefined;
+    }
+    const done = await eventually(async () => { const t = await alice.client.getTask(id); return ['completed', 'failed'].includes(t.status) ? t : undefined; }, 120_000, 'the task to finish');
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+    expect(done.result?.summary).toBe('The sum is 8.');
+    expect(done.attempts).toBe(3);
+    const notes = (await alice.client.events(id)).filter((e) => e.to_status === 'pending' && e.note).map((e) => e.note).join('\n');
+    expect(notes).toMatch(/failed the task/);
+  }, 360_000);
+
+  it('hands work back, costing no attempt, while B\'s daemon holds a peer token the gateway refuses', async () => {
+    const carol = await newAgent('carol-claw', { capabilities: ['math-wrong-token'] });
+    const file = path.join(root, 'carol.agent.json');
+    fs.writeFileSync(file, JSON.stringify({ capabilities: ['math-wrong-token'], executors: { '*': { openclaw: gatewayB.url, tokenEnv: 'CAROL_OPENCLAW_TOKEN' } } }));
+    process.env.CAROL_OPENCLAW_TOKEN = 'not-the-peer-token';
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({ write(chunk, _enc, cb) { lines.push(JSON.parse(String(chunk))); cb(); } });
+    const { every: _every, ...options } = await loadAgentFile(file);
+    await daemon(carol, { ...options, log: pino({ base: undefined }, sink) });
+    const task = await alice.client.handoff({ to: carol.id, title: 'Sum 1 and 1 (plain)', maxAttempts: 1 });
+    const released = await eventually(async () => lines.find((l) => /^released/.test(String(l.msg))), 90_000, 'the hand-back');
+    expect(String(released.reason)).toMatch(/refused Baton's peer token/);
+    const now = await alice.client.getTask(task.id);
+    expect(now.status).not.toBe('failed');
+    await alice.client.cancel(task.id, 'the test is done with it');
+  }, 120_000);
 
   it('ships a skill that skills-ref validates and OpenClaw lists as ready only with baton and its settings', async () => {
     const skill = path.join(gatewayA.stateDir, 'skills', 'baton');

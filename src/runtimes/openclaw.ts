@@ -69,14 +69,18 @@ function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately
 
 const replyText = (task: A2ATask) => task.artifacts.map((a) => textOf(a)).filter(Boolean).join('\n');
 /**
- * OpenClaw's own words for a turn that failed before its agent replied (its state database busy, say),
- * which its A2A channel sends as the turn's reply, so the A2A task reads completed: such a turn failed.
+ * OpenClaw's own words for a turn that failed before its agent replied (its state database busy, its
+ * model answering 500 or 400: "⚠️ Agent failed before reply", "⚠️ … request failed (provider internal
+ * error, HTTP 500)", "LLM request failed: provider rejected the request"), which its A2A channel sends
+ * as the turn's reply, so the A2A task reads completed: such a turn failed, and is never a result.
  */
-const failedBeforeReply = /^⚠️ (Agent failed before reply|Something went wrong while processing your request)/u;
+const failedBeforeReply = /^(⚠️|LLM request failed:)/u;
 /** The turn's state, a completed one whose reply is OpenClaw's failure read as failed. */
 const stateOf = (task: A2ATask) => (task.status?.state === TaskState.TASK_STATE_COMPLETED && failedBeforeReply.test(replyText(task) || statusText(task))
   ? TaskState.TASK_STATE_FAILED : task.status?.state);
 const statusText = (task: A2ATask) => (task.status?.message ? textOf(task.status.message) : '');
+/** The gateway refused the peer's token: the daemon's configuration, not the task, is at fault. */
+const refusedToken = (err: unknown) => err instanceof Error && /\b(401|403)\b|unauthori[sz]ed|forbidden/i.test(err.message);
 const isNotFound = (err: unknown) => err instanceof Error && (err.constructor.name === 'TaskNotFoundError' || /task not found|-32001/i.test(err.message));
 
 /** A Baton task as the message that starts its conversation with the gateway's agent. */
@@ -124,6 +128,7 @@ async function replyTo(gateway: ReturnType<typeof gatewayClient>, contextId: str
     remote = await gateway.send(contextId, text, ctx.signal);
   } catch (err) {
     if (ctx.signal.aborted || err instanceof RetryableError) throw err;
+    if (refusedToken(err)) throw new UnavailableError(`the OpenClaw gateway at ${url} refused Baton's peer token (${(err as Error).message}): a configuration error, which costs the task no attempt; set the peer's token (tokenEnv) to the one in the gateway's channels.a2a.peers`, { cause: err });
     if (neverReached(err)) throw new UnavailableError(`could not reach the OpenClaw gateway at ${url}: ${(err as Error).message}`, { cause: err });
     // Taken, maybe, and then lost (the gateway went away during the call): the run counts, and goes again.
     throw new RetryableError(`the OpenClaw gateway at ${url} did not answer for the task: ${(err as Error).message}`, { cause: err });
