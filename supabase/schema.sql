@@ -2411,7 +2411,7 @@ begin
   perform baton_private.require_text(p_model, 'the model', 'Name the model the tokens were spent on.');
   if least(p_input_tokens, p_output_tokens, p_cached_tokens, p_turns::bigint) < 0 or p_cost_usd < 0 then
     raise exception 'usage of task % has a negative count', t.id
-      using errcode = 'BT004', hint = 'Report tokens, turns and cost as counts of zero or more.';
+      using errcode = 'BT005', hint = 'Report tokens, turns and cost as counts of zero or more.';
   end if;
   insert into public.task_runs as x (task_id, attempt, model, agent_id, root_task_id, runtime, session_id,
                                      input_tokens, output_tokens, cached_tokens, turns, cost_usd, reports)

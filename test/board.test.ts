@@ -400,12 +400,35 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     await page.close();
   });
 
+  it('shows what a task\'s runs spent, by attempt and model, and what everything under it spent, to the operator and to the sender', async () => {
+    const [lead, worker] = await Promise.all([own.newAgent('spend-lead'), own.newAgent('spend-worker')]);
+    const root = await lead.client.handoff({ to: worker.id, title: 'Spend some tokens', allowOffline: true });
+    const held = await worker.client.claim(root.id, { start: true });
+    await worker.client.recordUsage(root.id, held.claim_token, { runtime: 'claude', model: 'claude-sonnet-4-5', inputTokens: 1000, outputTokens: 200, cachedTokens: 50, turns: 3, costUsd: 0.5 });
+    await worker.client.recordUsage(root.id, held.claim_token, { runtime: 'claude', model: 'claude-haiku-4-5', inputTokens: 10, outputTokens: 2, turns: 1, costUsd: 0.001 });
+    const child = await worker.client.handoff({ to: worker.id, title: 'Spend some more', parentTaskId: root.id, allowOffline: true });
+    await worker.client.complete(root.id, held.claim_token, { status: 'success', summary: 'spent' });
+    const childHeld = await worker.client.claim(child.id, { start: true });
+    await worker.client.recordUsage(child.id, childHeld.claim_token, { runtime: 'codex', model: 'gpt-5.1-codex', inputTokens: 300, outputTokens: 30, cachedTokens: 3, turns: 1 });
+    for (const board of [operator, await startBoard({ data: new BoardData({ kind: 'agent', client: lead.client }), log: silentLogger })]) {
+      const page = await open(board, `#/task/${root.id}`);
+      await page.locator('tr[data-usage="claude-sonnet-4-5"]').waitFor();
+      await page.locator('tr[data-chain-usage]').first().waitFor();
+      expect(await page.locator('tr[data-usage="claude-sonnet-4-5"]').textContent()).toMatch(/^1claudeclaude-sonnet-4-51,00020050 ?3\$0\.5000$/);
+      expect(await page.locator('tr[data-chain-usage]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-chain-usage')))).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-5', 'gpt-5.1-codex']);
+      expect(await page.locator('tr[data-chain-usage="gpt-5.1-codex"]').textContent()).toBe('gpt-5.1-codex1300303—');
+      await page.close();
+      if (board !== operator) await board.close();
+    }
+  });
+
   it('has no accessibility violations on any view, light or dark, wide or on a phone, fits a phone\'s width, and logs no console errors', async () => {
     // A task of its own for the task view: a long title, a question waiting, an agent's long status line.
     const [asker, sender] = await Promise.all([own.newAgent('shots-worker', { capabilities: ['review'] }), own.newAgent('shots-lead')]);
     const task = await sender.client.handoff({ to: asker.id, title: `Review the parser's error recovery on inputs that end mid-token, ${'and more '.repeat(8)}`, allowOffline: true, payload: { files: ['src/parser.ts', 'src/lexer.ts'] } });
     const claimed = await asker.client.claim(task.id);
     await asker.client.start(task.id, claimed.claim_token!);
+    await asker.client.recordUsage(task.id, claimed.claim_token, { runtime: 'claude', model: 'claude-sonnet-4-5', inputTokens: 1234, outputTokens: 56, cachedTokens: 7, turns: 2, costUsd: 0.0123, sessionId: 'a-session' });
     await asker.client.ask(task.id, 'Should a missing closing brace be reported once per file or once per block?');
     const views = ['#/', '#/agents', '#/tasks', `#/task/${task.id}`, '#/dead-letters', '#/schedules'];
     const name = (view: string) => (view === '#/' ? 'overview' : view.startsWith('#/task/') ? 'task-view' : view.slice(2));

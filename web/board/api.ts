@@ -69,6 +69,10 @@ export interface TaskDetail {
   artifacts: Array<{ name: string; media_type: string; size_bytes: number | null; sha256: string | null; uri: string | null; producer: string; created_at: string }>;
   chain: ChainNode[];
   retries: Array<{ id: string; status: Status; created_at: string }>;
+  /** What this task's runs spent, by attempt and model. */
+  usage: Array<{ attempt: number; model: string; runtime: string; input_tokens: number; output_tokens: number; cached_tokens: number; turns: number; cost_usd: number | null; session_id: string | null }>;
+  /** What the task and everything under it spent, by model (empty when that is only the task's own). */
+  chainUsage: Array<{ model: string; tasks: number; input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number | null }>;
 }
 export interface DeadLetterRow {
   id: string; title: string; from_agent: string; to_agent: string | null; last_holder: string | null; reason: string | null;

@@ -6,6 +6,8 @@ import { LineageGraph } from './graph';
 import { ActionButton, Badge, JsonTree, Loading, Problem, Recipient, Section, TaskLink, When, short, statusLabel, useLoad } from './ui';
 
 const openStatuses = ['pending', 'claimed', 'in_progress', 'input_required'];
+const count = (n: number) => n.toLocaleString('en');
+const dollars = (usd: number | null) => (usd === null ? '—' : `$${usd.toFixed(4)}`);
 const size = (n: number | null) => (n === null ? '—' : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
 
 export function TaskView({ id, session }: { id: string; session: Session }) {
@@ -58,6 +60,38 @@ export function TaskView({ id, session }: { id: string; session: Session }) {
           </div>
         )}
         {data.artifacts.filter((a) => !a.uri && a.media_type.includes('json')).map((a) => <ArtifactJson key={a.name} taskId={task.id} name={a.name} />)}
+      </Section>
+      <Section title="Spent" id="spent">
+        {data.usage.length === 0 ? <p class="muted">No run of this task has reported what it spent.</p> : (
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="what the task's runs spent (scrolls)">
+            <table>
+              <thead><tr><th scope="col">Attempt</th><th scope="col">Runtime</th><th scope="col">Model</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cached</th><th scope="col">Turns</th><th scope="col">Cost</th></tr></thead>
+              <tbody>
+                {data.usage.map((r) => (
+                  <tr key={`${r.attempt}-${r.model}`} data-usage={r.model}>
+                    <td>{r.attempt}</td><td>{r.runtime}</td><td>{r.model}</td><td>{count(r.input_tokens)}</td><td>{count(r.output_tokens)}</td>
+                    <td>{count(r.cached_tokens)}</td><td>{r.turns}</td><td>{dollars(r.cost_usd)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {data.chainUsage.length > 0 && (
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="what the chain spent (scrolls)">
+            <table>
+              <caption>This task and everything under it, by model</caption>
+              <thead><tr><th scope="col">Model</th><th scope="col">Tasks</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cached</th><th scope="col">Cost</th></tr></thead>
+              <tbody>
+                {data.chainUsage.map((c) => (
+                  <tr key={c.model} data-chain-usage={c.model}>
+                    <td>{c.model}</td><td>{c.tasks}</td><td>{count(c.input_tokens)}</td><td>{count(c.output_tokens)}</td><td>{count(c.cached_tokens)}</td><td>{dollars(c.cost_usd)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
       </Section>
       <Section title="Payload" id="payload"><JsonTree value={task.payload} open={false} /></Section>
       <Section title="History" id="history">
