@@ -28,7 +28,8 @@ const { metafile } = await build({
   outdir: out,
   chunkNames: 'chunk-[hash]',
   bundle: true, splitting: true, format: 'esm', platform: 'node', target: `node${node}`,
-  minify: true, sourcemap: 'linked', legalComments: 'linked', logLevel: 'warning',
+  // keepNames: an error's class name is what logs (pino's err.type) and error documents show.
+  minify: true, keepNames: true, sourcemap: 'linked', legalComments: 'linked', logLevel: 'warning',
   // CommonJS packages inside an ES module bundle still call require() for Node's own modules.
   banner: { js: "import { createRequire as __batonRequire } from 'node:module'; const require = __batonRequire(import.meta.url);" },
   external: [

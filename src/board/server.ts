@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { BatonError, UnreadableAnswerError } from '../errors.js';
+import { BatonError, ForbiddenError, NotFoundError, UnreadableAnswerError, ValidationError } from '../errors.js';
 import { packageRoot } from '../stack/paths.js';
 import type { Logger } from '../logger.js';
 import { BoardData, type BoardAction } from './data.js';
@@ -205,10 +205,11 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
 function statusOf(err: BatonError): number {
   // The database answered with what this version does not read: the board's upstream is at fault.
   if (err instanceof UnreadableAnswerError) return 502;
-  if (err.name === 'NotFoundError') return 404;
-  if (err.name === 'ValidationError' && err.code === 'BT005') return 400;
+  // By class and code, never by the class's name, which the bundled CLI's minifier renames.
+  if (err instanceof NotFoundError || err.code === 'BT002') return 404;
+  if (err instanceof ValidationError && err.code === 'BT005') return 400;
   // BT006 is the database refusing the board's identity this call (the operator where an agent must act,
   // say): a refusal, not a request to sign in to the board again.
-  if (err.name === 'ForbiddenError' || err.code === '42501' || err.code === 'BT003' || err.code === 'BT006') return 403;
+  if (err instanceof ForbiddenError || err.code === '42501' || err.code === 'BT003' || err.code === 'BT006') return 403;
   return 409;
 }

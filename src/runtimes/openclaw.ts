@@ -81,7 +81,8 @@ const stateOf = (task: A2ATask) => (task.status?.state === TaskState.TASK_STATE_
 const statusText = (task: A2ATask) => (task.status?.message ? textOf(task.status.message) : '');
 /** The gateway refused the peer's token: the daemon's configuration, not the task, is at fault. */
 const refusedToken = (err: unknown) => err instanceof Error && /\b(401|403)\b|unauthori[sz]ed|forbidden/i.test(err.message);
-const isNotFound = (err: unknown) => err instanceof Error && (err.constructor.name === 'TaskNotFoundError' || /task not found|-32001/i.test(err.message));
+/** A2A's TaskNotFound (-32001), read from the error's words: its class's name does not survive the CLI's bundle. */
+const isNotFound = (err: unknown) => err instanceof Error && /task not found|-32001/i.test(err.message);
 
 /** A Baton task as the message that starts its conversation with the gateway's agent. */
 export function workMessage(task: Task, ctx: Pick<ExecutorContext, 'attempt' | 'inputs'>): string {
