@@ -6,7 +6,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliPath } from './cli.js';
 import { daemon, eventually } from './daemon-helpers.js';
@@ -157,5 +157,40 @@ describe('baton mcp, hand-offs as MCP tasks', () => {
     const { taskId } = await handOffAsTask(h, { to: worker.id, title: 'Tell me', allow_offline: true });
     await daemon(worker, { executors: { '*': () => 'told' } });
     await eventually(async () => h.statuses.some((s) => s.taskId === taskId && s.status === 'completed'), 30_000, 'a completed status notification');
+  });
+
+  it('says Baton\'s refusal (BT011 and its hint) when a task-augmented hand-off creates nothing', async () => {
+    const lead = await newAgent('mcpt-refused');
+    const absent = await newAgent('mcpt-offline');
+    const h = await host(lead);
+    const err = await h.client.request({ method: 'tools/call', params: { name: 'handoff', arguments: { to: absent.id, title: 'to nobody' }, task: { ttl: 60_000 } } }, CreateTaskResultSchema)
+      .then(() => undefined, (e: McpError) => e);
+    expect(err).toBeInstanceOf(McpError);
+    expect(err!.code).toBe(-32602);
+    expect(err!.message).toMatch(/BT011: .*offline/);
+    expect(err!.message).toMatch(/allow.offline/);
+    expect(err!.data).toMatchObject({ code: 'BT011' });
+    expect(await lead.client.listTasks({ box: 'sent' })).toEqual([]);
+  });
+
+  it('refuses a tool without task support called as a task, with -32601, before it acts', async () => {
+    const lead = await newAgent('mcpt-forbidden');
+    const other = await newAgent('mcpt-other');
+    const h = await host(lead);
+    const err = await h.client.request({ method: 'tools/call', params: { name: 'message', arguments: { to: other.id, text: 'once only' }, task: { ttl: 60_000 } } }, CreateTaskResultSchema)
+      .then(() => undefined, (e: McpError) => e);
+    expect(err?.code).toBe(-32601);
+    expect(err?.message).toMatch(/cannot be called as a task/);
+    expect((await other.client.messages({ unread: true })).filter((m) => m.from_agent === lead.id)).toEqual([]);
+  });
+
+  it('answers -32602 for a task id that is not a string', async () => {
+    const h = await host(await newAgent('mcpt-ids'));
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      for (const taskId of [42, null, undefined]) {
+        const err = await h.client.request({ method, params: taskId === undefined ? {} : { taskId } } as never, CreateTaskResultSchema).then(() => undefined, (e: McpError) => e);
+        expect(err?.code, `${method} ${String(taskId)}`).toBe(-32602);
+      }
+    }
   });
 });

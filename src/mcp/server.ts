@@ -17,6 +17,7 @@ import { registerResources } from './resources.js';
 import { McpAgent } from './shared.js';
 import { BatonTaskStore, toMcpTask } from './tasks.js';
 import { registerTools } from './tools.js';
+import { guardTaskCalls } from './task-calls.js';
 
 export { INBOX_URI, TASKS_URI } from './resources.js';
 
@@ -67,6 +68,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   const tracked = new Set<string>();
   taskStore.onRead = (id) => tracked.add(id);
   registerTools(server, agent, tracked);
+  guardTaskCalls(server);
   const subscribed = registerResources(server, agent);
   const check = () => subscribed.check();
   const tell = async (pushed: Array<{ id: string }>) => {

@@ -10,6 +10,7 @@ import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
 import { resultOf, TASK_POLL_MS } from './tasks.js';
 import { ArtifactGiven, forModel, isTextual, ok, readGiven, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
+import { refusedTask } from './task-calls.js';
 
 /** One MCP tool: its name, what it says, its input schema, and its call. */
 interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
@@ -83,9 +84,11 @@ export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<s
         try {
           id = await task(args);
         } catch (err) {
-          // The SDK answers a failed task call with a tool error of this text.
-          const { content } = refusal(err);
-          throw new Error(content.map((c) => (c.type === 'text' ? c.text : '')).join('\n'));
+          // The call answers with Baton's refusal (guardTaskCalls), not the SDK's complaint about its answer.
+          const refused = refusal(err);
+          const text = refused.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+          refusedTask(extra.requestId, { text, error: (refused.structuredContent as { error: { code: string; message: string; hint: string | null } }).error });
+          throw new Error(text);
         }
         tracked.add(id);
         return { task: await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl ?? null, pollInterval: TASK_POLL_MS, context: { batonTaskId: id } }) };
