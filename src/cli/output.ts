@@ -5,14 +5,30 @@ export interface OutputOptions {
   json?: boolean;
 }
 
-/** A copy of `value` whose strings, at any depth, are safe to print. */
+/**
+ * A copy of `value` whose strings, at any depth, are safe to print. Walked without recursion: JSON
+ * stored before the database limited its depth may nest deeper than the call stack goes (on Node 24,
+ * 2,000 levels overflowed it).
+ */
 function safe<T>(value: T): T {
-  if (typeof value === 'string') return safeText(value) as T;
-  if (Array.isArray(value)) return value.map(safe) as T;
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [safeText(k), safe(v)])) as T;
+  const root: Record<string, unknown> = { value };
+  const todo: Array<[Record<string | number, unknown>, string | number]> = [[root, 'value']];
+  for (let next = todo.pop(); next; next = todo.pop()) {
+    const [holder, key] = next;
+    const v = holder[key];
+    if (typeof v === 'string') {
+      holder[key] = safeText(v);
+    } else if (Array.isArray(v)) {
+      const copy: unknown[] = v.slice();
+      holder[key] = copy;
+      for (let i = 0; i < copy.length; i++) todo.push([copy as unknown as Record<number, unknown>, i]);
+    } else if (v && typeof v === 'object') {
+      const copy = Object.fromEntries(Object.entries(v).map(([k, x]) => [safeText(k), x]));
+      holder[key] = copy;
+      for (const k of Object.keys(copy)) todo.push([copy, k]);
+    }
   }
-  return value;
+  return root.value as T;
 }
 
 /**
