@@ -5,7 +5,7 @@ import { packageRoot } from '../stack/paths.js';
 export const { version, engines } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string; engines: { node: string } };
 
 /**
- * What to say when this Node is older than the one package.json's engines names (">=20.18.1"), else
+ * What to say when this Node is older than the one package.json's engines names (">=22.15.0"), else
  * undefined. npm only warns about it at install; the CLI refuses at once, saying what to install,
  * rather than failing later on a missing API.
  */

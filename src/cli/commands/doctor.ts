@@ -34,10 +34,10 @@ function nodeFinding(): Finding {
   const tooOld = nodeTooOld();
   if (tooOld) return { check: 'node', verdict: 'fail', said: tooOld };
   const major = Number(process.versions.node.split('.')[0]);
-  if (major < 22) {
+  if (major < 24) {
     return {
-      check: 'node', verdict: 'warn', said: `Node ${process.versions.node}: Node 20 reached its end of life in April 2026, and tracing (OpenTelemetry) needs 22.15 or later`,
-      fix: 'Move to Node 22 or 24 when you can; everything else works on this one.',
+      check: 'node', verdict: 'warn', said: `Node ${process.versions.node}: supported, and Baton's suite runs on Node 24, the current long-term release (OpenClaw needs it too)`,
+      fix: 'Move to Node 24 when you can; everything works on this one.',
     };
   }
   return { check: 'node', verdict: 'ok', said: `Node ${process.versions.node}` };
