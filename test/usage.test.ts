@@ -4,7 +4,8 @@
  * chain's total (chain_usage) for whoever may see the task, and nobody else.
  */
 import { describe, expect, it } from 'vitest';
-import { eventually } from './daemon-helpers.js';
+import { freePort } from '../src/stack/ports.js';
+import { daemon, eventually } from './daemon-helpers.js';
 import { newAgent, refusal, untyped } from './helpers.js';
 
 const spend = { runtime: 'claude', model: 'claude-sonnet-4-5', inputTokens: 100, outputTokens: 10, cachedTokens: 5, turns: 1, costUsd: 0.01 };
@@ -50,5 +51,35 @@ describe('usage of runs', () => {
     expect(chain).toEqual([expect.objectContaining({ model: 'claude-sonnet-4-5', tasks: 2, attempts: 2, input_tokens: 101, output_tokens: 20, cost_usd: 0.02 })]);
     expect(await worker.client.chainUsage(child.id)).toEqual([expect.objectContaining({ tasks: 1, input_tokens: 1 })]);
     await refusal(stranger.client.chainUsage(root.id), 'BT002');
+  });
+
+  it('is counted in the daemon\'s Prometheus metrics, by model and kind', async () => {
+    const [sender, worker] = await Promise.all([newAgent('metrics-sender'), newAgent('metrics-worker')]);
+    const metricsPort = await freePort();
+    await daemon(worker, {
+      metricsPort,
+      executors: {
+        '*': async (_task, ctx) => {
+          await ctx.usage({ runtime: 'claude', model: 'claude-sonnet-4-5', inputTokens: 1200, outputTokens: 34, cachedTokens: 5, turns: 2, costUsd: 0.25 });
+          await ctx.usage({ runtime: 'claude', model: 'claude-haiku-4-5', inputTokens: 7, outputTokens: 1 });
+          return 'spent';
+        },
+      },
+    });
+    const task = await sender.client.handoff({ to: worker.id, title: 'count me' });
+    await eventually(async () => (await sender.client.getTask(task.id)).status === 'completed', 30_000, 'the task to complete');
+    const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    /** A sample's value, its labels in any order. */
+    const value = (name: string, labels: string) => {
+      const wanted = labels.split(',');
+      const line = scraped.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)));
+      return Number(line?.split(' ').at(-1));
+    };
+    expect(value('baton_tokens_total', `agent="${worker.id}",model="claude-sonnet-4-5",kind="input"`)).toBe(1200);
+    expect(value('baton_tokens_total', `agent="${worker.id}",model="claude-sonnet-4-5",kind="output"`)).toBe(34);
+    expect(value('baton_tokens_total', `agent="${worker.id}",model="claude-sonnet-4-5",kind="cached"`)).toBe(5);
+    expect(value('baton_tokens_total', `agent="${worker.id}",model="claude-haiku-4-5",kind="input"`)).toBe(7);
+    expect(value('baton_cost_usd_total', `agent="${worker.id}",model="claude-sonnet-4-5"`)).toBe(0.25);
+    expect((await sender.client.runs(task.id)).map((r) => r.model)).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-5']);
   });
 });

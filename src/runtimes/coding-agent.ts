@@ -218,7 +218,8 @@ function setUp(dir: string, options: CodingAgentOptions, task: Task, ctx: Execut
   const work = path.join(dir, 'work');
   const home = path.join(dir, 'home');
   const bin = path.join(dir, 'bin');
-  for (const d of [dir, work, home, bin, path.join(work, OUTPUTS)]) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
+  const tmp = path.join(dir, 'tmp');
+  for (const d of [dir, work, home, bin, tmp, path.join(work, OUTPUTS)]) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
   if (ctx.inputs.length) {
     fs.mkdirSync(path.join(work, INPUTS), { recursive: true });
     // Oldest first, so that the newest input of a name is the one on disk (as ctx.input reads it).
@@ -239,6 +240,8 @@ function setUp(dir: string, options: CodingAgentOptions, task: Task, ctx: Execut
     BATON_ATTEMPT: String(ctx.attempt),
     PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`,
     HOME: home,
+    // What a CLI leaves in its temporary folder (Gemini CLI's error reports) goes with the task's folder.
+    TMPDIR: tmp,
   };
   return { options, task, work, home, baton, batonPath, batonCommand };
 }

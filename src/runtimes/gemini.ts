@@ -62,7 +62,11 @@ const cli: CodingCli = {
   },
   read(output) {
     const parsed = lastJson(output.stdout);
-    if (!parsed) return { usage: [] };
+    if (!parsed) {
+      // An API error ends the run with nothing on stdout and the provider's answer in the log.
+      const api = /ApiError: \{"error":\{"code":(\d{3}),"message":"((?:[^"\\]|\\.)*)"/.exec(output.stderr);
+      return { usage: [], ...(api ? { failure: failureOfStatus(Number(api[1]), api[2]!) } : {}) };
+    }
     const usage = Object.entries(parsed.stats?.models ?? {}).map(([model, m]) => ({
       model,
       inputTokens: m.tokens?.input ?? Math.max(0, (m.tokens?.prompt ?? 0) - (m.tokens?.cached ?? 0)),
