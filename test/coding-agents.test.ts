@@ -245,6 +245,20 @@ describe.each(clis)('$key and its model\'s errors', (cli) => {
     expect(retried.map((e) => e.note).join('\n')).toMatch(/HTTP (500|400)|high demand|provider rejected/);
   }, 240_000);
 
+  // Gemini CLI retries a 429 itself for minutes, as it does a 500.
+  it.skipIf(cli.key === 'gemini')('fails the attempt when the model is rate-limited (429), and retries it after a backoff', async () => {
+    const sender = await newAgent('sender');
+    const { agent } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:errors] Rate-limited', maxAttempts: 4 });
+    failures.set(task.id, [429, 429]);
+    const done = await finished(sender, task.id, 200_000);
+    expect(done.status, done.status_reason ?? '').toBe('completed');
+    expect(done.result?.summary).toBe('worked after the errors');
+    const retried = (await sender.client.events(task.id)).filter((e) => e.to_status === 'pending' && e.note);
+    expect(retried.length).toBeGreaterThanOrEqual(1);
+    expect(retried.map((e) => e.note).join('\n')).not.toMatch(/worked after/);
+  }, 240_000);
+
   it('hands back a task whose model refuses the key, without costing it an attempt', async () => {
     const sender = await newAgent('sender');
     const { agent, lines } = await worker(cli);

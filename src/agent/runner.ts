@@ -83,8 +83,10 @@ export class TaskRunner {
     const submit = (outcome: OutcomeOf) => () => this.deps.reporter.submit({ taskId: task.id, claimToken: task.claim_token, ...outcome } as Outcome);
     try {
       const ctx = await this.context(task, signal, log);
-      const value = await childSpan('baton execute', { 'baton.executor': chosen.name }, (span) =>
-        runExecutor(chosen.executor, task, { ...ctx, env: { ...ctx.env, ...traceEnv(span) } }, { ...this.deps.env, ...traceEnv(span) }));
+      const value = await childSpan('baton execute', { 'baton.executor': chosen.name }, (span) => {
+        const env = { ...this.deps.env, ...traceEnv(span) };
+        return runExecutor(chosen.executor, task, { ...ctx, env }, env);
+      });
       this.deps.executorAway(false);
       if (signal.aborted) return await this.stopped(task, signal, log, started, report);
       const result = toResult(value);
@@ -231,8 +233,8 @@ export class TaskRunner {
       ask: (question) => this.ask(task, question, signal, log, handedOver),
       answered: () => this.answered(task, signal, log, handedOver),
       usage: async (usage) => {
-        const recorded = await this.persist(() => client.recordUsage(task.id, task.claim_token, usage), log, 'usage recorded');
-        this.deps.metrics()?.spent({ ...usage, model: recorded.model });
+        await this.persist(() => client.recordUsage(task.id, task.claim_token, usage), log, 'usage recorded');
+        this.deps.metrics()?.spent(usage);
         log.info({ model: usage.model, input: usage.inputTokens, output: usage.outputTokens, cached: usage.cachedTokens, costUsd: usage.costUsd, sessionId: usage.sessionId }, 'spent');
       },
       handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),

@@ -12,7 +12,7 @@ import type { BatonDb } from '../client/connection.js';
 import { fromHex } from '../client/artifacts.js';
 import { parseInput, unwrap, unwrapOne } from '../client/connection.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { AgentPresence, DeadLetter, Message, RecurringHandoff, Task, TaskEvent, TaskRun, TaskStatus } from '../schemas.js';
+import { AgentPresence, DeadLetter, Message, RecurringHandoff, ChainUsage, Task, TaskEvent, TaskRun, TaskStatus } from '../schemas.js';
 
 export type BoardIdentity =
   | { kind: 'operator'; admin: AdminClient }
@@ -137,35 +137,19 @@ export class BoardData {
     const missing = { message: `no task ${id} that this board may see`, hint: 'It may belong to agents this identity cannot see.' };
     mustBeTaskId(id, missing.message);
     const task = await unwrapOne(this.db.from('task_handoffs').select('*').eq('id', id).maybeSingle(), Task, missing);
-    const [events, messages, artifacts, chain, retries, runs] = await Promise.all([
+    const [events, messages, artifacts, chain, retries, usage, under] = await Promise.all([
       unwrap(this.db.from('task_events').select('*').eq('task_id', id).order('id'), z.array(TaskEvent)),
       unwrap(this.db.from('agent_messages').select('*').eq('task_id', id).order('created_at').limit(500), z.array(Message)),
       unwrap(this.db.from('task_artifacts').select('name,media_type,size_bytes,sha256,uri,producer,created_at').eq('task_id', id).order('name'), z.array(ArtifactInfo)),
       unwrap(this.db.from('task_lineage').select(lineageColumns).eq('root_task_id', task.root_task_id ?? task.id).order('created_at').limit(300), z.array(LineageNode)),
       unwrap(this.db.from('task_handoffs').select('id,status,created_at').eq('retry_of', id).order('created_at'), z.array(z.object({ id: z.uuid(), status: TaskStatus, created_at: z.string() }))),
-      unwrap(this.db.from('task_runs').select('*').eq('root_task_id', task.root_task_id ?? task.id).limit(2000), z.array(TaskRun)),
+      unwrap(this.db.from('task_runs').select('*').eq('task_id', id).order('attempt').order('model'), z.array(TaskRun)),
+      unwrap(this.db.rpc('chain_usage', { p_task_id: id }), z.array(ChainUsage)),
     ]);
     const { claim_token: _secret, ...shown } = task;
-    return { task: shown, events, messages, artifacts, chain, retries, usage: runs.filter((r) => r.task_id === id), chainUsage: await this.spentUnder(id, chain, runs) };
-  }
-
-  /**
-   * What the task and everything under it spent, by model, when that is more than the task's own: an
-   * agent asks the database (chain_usage counts the parts it may not see, as `baton show --chain` does);
-   * the operator sees every run of the chain.
-   */
-  private async spentUnder(id: string, chain: Array<{ id: string; parent_task_id: string | null }>, runs: TaskRun[]) {
-    if (this.identity.kind === 'agent') {
-      const rows = await this.identity.client.chainUsage(id);
-      return rows.some((r) => r.tasks > 1) || rows.length > new Set(runs.filter((r) => r.task_id === id).map((r) => r.model)).size ? rows : [];
-    }
-    const below = new Set([id]);
-    for (let grew = true; grew;) {
-      grew = false;
-      for (const node of chain) if (node.parent_task_id && below.has(node.parent_task_id) && !below.has(node.id)) { below.add(node.id); grew = true; }
-    }
-    const under = runs.filter((r) => below.has(r.task_id));
-    return under.some((r) => r.task_id !== id) ? spentByModel(under) : [];
+    // The chain's spend is shown where it is more than the task's own.
+    const more = under.some((r) => r.tasks > 1) || under.length > new Set(usage.map((r) => r.model)).size;
+    return { task: shown, events, messages, artifacts, chain, retries, usage, chainUsage: more ? under : [] };
   }
 
   /** An artifact's bytes, hash-checked where this identity's client can check them. */
@@ -239,17 +223,3 @@ export const BoardAction = z.discriminatedUnion('action', [
 ]);
 export type BoardAction = z.input<typeof BoardAction>;
 
-/** What the runs of a chain spent, by model (the runs this identity may see). */
-function spentByModel(runs: TaskRun[]) {
-  const byModel = new Map<string, { model: string; tasks: Set<string>; input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number | null }>();
-  for (const r of runs) {
-    const m = byModel.get(r.model) ?? { model: r.model, tasks: new Set<string>(), input_tokens: 0, output_tokens: 0, cached_tokens: 0, cost_usd: null };
-    m.tasks.add(r.task_id);
-    m.input_tokens += r.input_tokens;
-    m.output_tokens += r.output_tokens;
-    m.cached_tokens += r.cached_tokens;
-    if (r.cost_usd !== null) m.cost_usd = (m.cost_usd ?? 0) + r.cost_usd;
-    byModel.set(r.model, m);
-  }
-  return [...byModel.values()].sort((a, b) => a.model.localeCompare(b.model)).map(({ tasks, ...m }) => ({ ...m, tasks: tasks.size }));
-}
