@@ -6,32 +6,35 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { McpError, CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, LoggingMessageNotificationSchema, TaskStatusNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliPath } from './cli.js';
 import { daemon, eventually } from './daemon-helpers.js';
 import { newAgent, stack, type TestAgent } from './helpers.js';
 import { agentKeyEnv } from './keys-mode.js';
 
-interface Host { client: Client; questions: string[]; statuses: Array<{ taskId: string; status: string }> }
+interface Host { client: Client; questions: string[]; statuses: Array<{ taskId: string; status: string }>; logged: unknown[]; stderr: string[] }
 
 const hosts: Host[] = [];
 afterAll(async () => { await Promise.all(hosts.map((h) => h.client.close())); });
 
 /** A host with a person who answers every question `answer` (or declines, without one). */
-async function host(agent: TestAgent, answer?: string): Promise<Host> {
+async function host(agent: TestAgent, answer?: string | ((question: string) => Promise<string>), logLevel = 'warn'): Promise<Host> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [cliPath, 'mcp'],
-    env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: agent.token, LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: agent.token, LOG_LEVEL: logLevel },
     stderr: 'pipe',
   });
   const client = new Client({ name: 'baton-task-host', version: '1.0.0' }, { capabilities: { elicitation: { form: {} }, tasks: { list: {}, cancel: {} } } });
-  const made: Host = { client, questions: [], statuses: [] };
+  const made: Host = { client, questions: [], statuses: [], logged: [], stderr: [] };
+  transport.stderr?.on('data', (chunk: Buffer) => made.stderr.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
     made.questions.push(request.params.message);
-    return answer === undefined ? { action: 'decline' } : { action: 'accept', content: { answer } };
+    if (answer === undefined) return { action: 'decline' };
+    return { action: 'accept', content: { answer: typeof answer === 'string' ? answer : await answer(request.params.message) } };
   });
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { made.logged.push(n.params.data); });
   client.setNotificationHandler(TaskStatusNotificationSchema, (n) => { made.statuses.push({ taskId: n.params.taskId, status: n.params.status }); });
   await client.connect(transport);
   hosts.push(made);
@@ -192,5 +195,70 @@ describe('baton mcp, hand-offs as MCP tasks', () => {
         expect(err?.code, `${method} ${String(taskId)}`).toBe(-32602);
       }
     }
+  });
+
+  it('keeps an agent\'s MCP tasks to those it sent: get, result, list and cancel agree, and only the sender\'s host is asked', async () => {
+    const lead = await newAgent('mcpt-sender');
+    const worker = await newAgent('mcpt-receiver');
+    await daemon(worker, { executors: { '*': async (_task, ctx) => `formatted with ${await ctx.ask('tabs or spaces?')}` } });
+    const sending = await host(lead, 'spaces');
+    const receiving = await host(worker, 'tabs');
+    const { taskId } = await handOffAsTask(sending, { to: worker.id, title: 'Format the file' });
+    await eventually(async () => (await lead.client.getTask(taskId)).status === 'input_required', 30_000, 'the question');
+
+    // The receiving agent's host: the task is not one of its MCP tasks, by every method alike.
+    await expect(receiving.client.experimental.tasks.getTask(taskId)).rejects.toThrow(/not found/i);
+    await expect(receiving.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).rejects.toThrow(/not found/i);
+    await expect(receiving.client.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/not found/i);
+    expect((await receiving.client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).not.toContain(taskId);
+    const follow = await receiving.client.request({ method: 'tools/call', params: { name: 'wait_for', arguments: { task: taskId }, task: { ttl: 60_000 } } }, CreateTaskResultSchema)
+      .then(() => undefined, (e: McpError) => e);
+    expect(follow?.code).toBe(-32602);
+    expect(follow?.message).toMatch(/only the tasks this agent sent[\s\S]*without "task"/);
+    // It may still follow it plainly; and it is never asked the sender's question.
+    const plain = await receiving.client.callTool({ name: 'wait_for', arguments: { task: taskId, timeout_seconds: 0 } }) as CallToolResult;
+    expect(plain.content[0]).toMatchObject({ text: expect.stringMatching(/^Still open/) });
+    expect(receiving.questions).toEqual([]);
+
+    // The sender's host: listed, got, asked, answered, done.
+    const listed = (await sending.client.experimental.tasks.listTasks()).tasks;
+    expect(listed.map((t) => t.taskId)).toContain(taskId);
+    for (const t of listed) expect((await sending.client.experimental.tasks.getTask(t.taskId)).taskId).toBe(t.taskId);
+    const result = await sending.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(result.content[0]).toMatchObject({ text: expect.stringContaining('formatted with spaces') });
+    expect(sending.questions).toEqual([expect.stringContaining('tabs or spaces?')]);
+    expect(receiving.questions).toEqual([]);
+  });
+
+  it('tells the host that Baton refused its answer, in its log and the task\'s status message', async () => {
+    const lead = await newAgent('mcpt-late');
+    const worker = await newAgent('mcpt-asker');
+    await daemon(worker, { executors: { '*': async (_task, ctx) => `went with ${await ctx.ask('which branch?')}` } });
+    // The person takes long enough that the question is answered another way first (the CLI, say).
+    let taskId = '';
+    const h = await host(lead, async () => {
+      await lead.client.answer(taskId, 'main');
+      return 'develop';
+    });
+    taskId = (await handOffAsTask(h, { to: worker.id, title: 'Pick a branch' })).taskId;
+    const result = await h.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(result.content[0]).toMatchObject({ text: expect.stringContaining('went with main') });
+    await eventually(async () => h.logged.length > 0, 20_000, 'the refusal in the host\'s log');
+    expect(h.logged).toContainEqual({ taskId, message: expect.stringMatching(/your answer "develop" was not taken: /) });
+    expect((await h.client.experimental.tasks.getTask(taskId)).statusMessage).toMatch(/your answer "develop" was not taken/);
+  });
+
+  it('looks at a task again as soon as it changes, so an answer and a result reach tasks/result by push, not by a poll interval', async () => {
+    const lead = await newAgent('mcpt-prompt');
+    const worker = await newAgent('mcpt-quick');
+    await daemon(worker, { executors: { '*': async (_task, ctx) => `heard ${await ctx.ask('ready?')}` } });
+    const h = await host(lead, 'yes', 'debug');
+    const { taskId, result } = await callAsTask(h, 'handoff', { to: worker.id, title: 'Check readiness' });
+    expect(result.content[0]).toMatchObject({ text: expect.stringContaining('heard yes') });
+    // The SDK's tasks/result sleeps a poll interval (2 s) between looks; Baton's server wakes it when a
+    // question is queued for the host, when the answer is given here, and when the task's change is
+    // pushed (which of them meets a sleeping look depends on the order things happen in).
+    const woke = h.stderr.filter((line) => line.includes('tasks/result looks again') && line.includes(taskId)).map((line) => String(JSON.parse(line).why));
+    expect(woke.filter((why) => why === 'answered here' || why === 'pushed').length, woke.join(', ')).toBeGreaterThan(0);
   });
 });

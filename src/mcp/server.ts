@@ -8,14 +8,13 @@
  * Claim tokens never reach the model: the server remembers the token of each task its agent claims
  * (and reads it from the task, which only its holder sees, when it claimed in an earlier session).
  */
-import { InMemoryTaskMessageQueue } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { agentTopics, PushListener } from '../agent/push.js';
 import type { BatonClient } from '../client/agent.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { registerResources } from './resources.js';
 import { McpAgent } from './shared.js';
-import { BatonTaskStore, toMcpTask } from './tasks.js';
+import { BatonTaskStore, TaskWakeups, toMcpTask, WakingMessageQueue } from './tasks.js';
 import { registerTools } from './tools.js';
 import { guardTaskCalls } from './task-calls.js';
 
@@ -46,6 +45,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   const log = options.log ?? silentLogger;
   const agent = new McpAgent(client, log, options.allowPaths ?? true);
   const taskStore = new BatonTaskStore(agent);
+  const wakeups = new TaskWakeups((task, why) => log.debug({ task, why }, 'tasks/result looks again'));
   const server = new McpServer(
     { name: 'baton', title: `Baton (agent ${client.agentId})`, version: options.version },
     {
@@ -55,7 +55,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
         tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
       },
       taskStore,
-      taskMessageQueue: new InMemoryTaskMessageQueue(),
+      taskMessageQueue: new WakingMessageQueue(wakeups),
       instructions: `You act as the Baton agent "${client.agentId}". Baton passes work between agents: tasks are handed off, `
         + 'claimed, worked on with progress, and completed with a structured result and artifacts. Start with the status tool, '
         + 'then inbox and list_tasks; name tasks by id or its first 6 characters. The baton-loop prompt walks through the protocol.',
@@ -67,6 +67,8 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   // host as they are pushed.
   const tracked = new Set<string>();
   taskStore.onRead = (id) => tracked.add(id);
+  taskStore.onChange = (id) => wakeups.wake(id, 'answered here');
+  wakeTaskResults(server, wakeups);
   registerTools(server, agent, tracked);
   guardTaskCalls(server);
   const subscribed = registerResources(server, agent);
@@ -74,6 +76,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   const tell = async (pushed: Array<{ id: string }>) => {
     const ours = pushed.map((t) => t.id).filter((id) => tracked.has(id));
     if (!ours.length) return;
+    for (const id of ours) wakeups.wake(id, 'pushed');
     for (const task of await client.getTasks(ours)) {
       await server.server.notification({ method: 'notifications/tasks/status', params: toMcpTask(task) });
     }
@@ -116,3 +119,15 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   };
 }
 
+
+/**
+ * The SDK's tasks/result looks at a task once per poll interval while it is open; Baton's looks again as
+ * soon as the task changes (by push, or by an answer given here) or a question is queued for the host,
+ * so an accepted answer or a result reaches the host without waiting out the interval.
+ */
+function wakeTaskResults(server: McpServer, wakeups: TaskWakeups): void {
+  type Internals = { _waitForTaskUpdate(taskId: string, signal: AbortSignal, sessionId?: string): Promise<void> };
+  const protocol = server.server as unknown as Internals;
+  const sleep = protocol._waitForTaskUpdate.bind(server.server);
+  protocol._waitForTaskUpdate = (taskId, signal, sessionId) => wakeups.until(taskId, sleep(taskId, signal, sessionId));
+}

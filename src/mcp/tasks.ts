@@ -3,18 +3,26 @@
  * Baton's own tasks. A tool call a host makes as a task (handoff, broadcast, fan_out, wait_for) answers
  * at once with a handle whose id is the Baton task's id; `tasks/get`, `tasks/result`, `tasks/list` and
  * `tasks/cancel` read and act on the Baton task, through the agent's token and row-level security, so
- * any `baton mcp` of the same agent (restarted, or on another host) answers for it, and a stranger's id
- * is not found. Nothing is kept in this process that a restart would lose but the questions it has put
- * to the host, which it puts again.
+ * any `baton mcp` of the same agent (restarted, or on another host) answers for it. Nothing is kept in
+ * this process that a restart would lose but the questions it has put to the host, which it puts again.
+ *
+ * An agent's MCP tasks are the Baton tasks it sent, and only those: the context that creates a task
+ * owns it (the specification's rule), and its sender is the one who may answer its questions or cancel
+ * it. So the four methods agree: a task `tasks/get` answers for is in `tasks/list`, and the agent a task
+ * was handed to (or a stranger) finds it not there; it follows such a task with a plain `wait_for`.
  *
  * A question the remote agent asks (Baton's ask) makes the MCP task `input_required`; the question
  * goes to the host as a form elicitation on the task's side channel (delivered with `tasks/result`),
- * and the person's answer is sent as Baton's answer, in the agent's name as any answer is.
+ * and the person's answer is sent as Baton's answer, in the agent's name as any answer is. An answer
+ * Baton refuses (the question was answered another way meanwhile, or the task was cancelled) is told to
+ * the host: as a warning in its log, and in the task's status message.
  */
-import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import type { CreateTaskOptions, QueuedMessage, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import { InMemoryTaskMessageQueue } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { ValidationError } from '../errors.js';
 import type { Task } from '../schemas.js';
 import { messageText } from '../text/render.js';
 import { forModel, isTextual, taskLine, type McpAgent } from './shared.js';
@@ -28,9 +36,10 @@ const mcpStatus: Record<Task['status'], McpTask['status']> = {
   completed: 'completed', failed: 'failed', rejected: 'failed', cancelled: 'cancelled',
 };
 
-export function toMcpTask(task: Task): McpTask {
-  const said = task.status === 'input_required' ? 'waiting for your answer'
+export function toMcpTask(task: Task, note?: string): McpTask {
+  const status = task.status === 'input_required' ? 'waiting for your answer'
     : task.status_reason ?? task.progress_message ?? undefined;
+  const said = [status, note].filter(Boolean).join('; ') || undefined;
   return {
     taskId: task.id,
     status: mcpStatus[task.status],
@@ -84,9 +93,13 @@ export class BatonTaskStore implements TaskStore {
   private readonly asked = new Set<string>();
   /** The version of each task (its updated_at) whose thread was last read for a question. */
   private readonly looked = new Map<string, string>();
+  /** Answers the host gave that Baton refused, by task: said in the task's status message. */
+  private readonly refused = new Map<string, string>();
   server?: Server;
   /** Told of every task a host reads through the store, so that its changes can be told to the host. */
   onRead?: (taskId: string) => void;
+  /** Told when this process changed a task (an answer given), so that a waiting tasks/result looks again. */
+  onChange?: (taskId: string) => void;
 
   constructor(private readonly agent: McpAgent) {}
 
@@ -102,7 +115,7 @@ export class BatonTaskStore implements TaskStore {
     if (!task) return null;
     this.onRead?.(task.id);
     if (task.status === 'input_required') void this.putQuestion(task).catch((err: unknown) => this.agent.log.warn({ err, task: task.id }, 'could not put the question to the host'));
-    return toMcpTask(task);
+    return toMcpTask(task, this.refused.get(task.id));
   }
 
   async getTaskResult(taskId: string): Promise<CallToolResult> {
@@ -128,14 +141,14 @@ export class BatonTaskStore implements TaskStore {
     if (!Number.isInteger(offset) || offset < 0) throw new Error(`"${cursor}" is not a cursor this server gave`);
     const page = 50;
     const tasks = await this.agent.client.listTasks({ box: 'sent', limit: page + 1, offset });
-    return { tasks: tasks.slice(0, page).map(toMcpTask), ...(tasks.length > page ? { nextCursor: String(offset + page) } : {}) };
+    return { tasks: tasks.slice(0, page).map((t) => toMcpTask(t, this.refused.get(t.id))), ...(tasks.length > page ? { nextCursor: String(offset + page) } : {}) };
   }
 
-  /** The task if the agent may see it; an id that is not one of Baton's names no task either. */
+  /** The task if the agent sent it; an id that is not one of Baton's names no task either. */
   private async read(taskId: string): Promise<Task | null> {
     if (!uuid.safeParse(taskId).success) return null;
     const [task] = await this.agent.client.getTasks([taskId]);
-    return task ?? null;
+    return task && task.from_agent === this.agent.client.agentId ? task : null;
   }
 
   /**
@@ -156,7 +169,18 @@ export class BatonTaskStore implements TaskStore {
       requestedSchema: { type: 'object', properties: { answer: { type: 'string', title: 'Your answer' } }, required: ['answer'] },
     }, { relatedTask: { taskId: task.id }, timeout: 7 * 86_400_000 });
     if (reply.action === 'accept' && typeof reply.content?.answer === 'string') {
-      await this.agent.client.answer(task.id, reply.content.answer);
+      try {
+        await this.agent.client.answer(task.id, reply.content.answer);
+        this.refused.delete(task.id);
+        this.onChange?.(task.id);
+      } catch (err) {
+        // Said to whoever gave it: the host's log, and the task's status message from now on.
+        const why = `your answer "${reply.content.answer}" was not taken: ${(err as Error).message}`;
+        this.refused.set(task.id, why);
+        this.agent.log.info({ err, task: task.id }, 'Baton refused the host\'s answer');
+        await this.server.sendLoggingMessage({ level: 'warning', logger: 'baton', data: { taskId: task.id, message: why } }).catch(() => undefined);
+        this.onChange?.(task.id);
+      }
     } else {
       // Declined or dismissed: the question stays open, to answer with the answer tool or by cancelling.
       this.agent.log.info({ task: task.id, action: reply.action }, 'the host did not answer the question');
@@ -164,3 +188,67 @@ export class BatonTaskStore implements TaskStore {
   }
 }
 
+
+/**
+ * Who waits for a task to change: the SDK's tasks/result sleeps a poll interval between looks, and is
+ * woken sooner when push says the task changed, or a message for the host (a question) is queued.
+ */
+export class TaskWakeups {
+  private readonly waiting = new Map<string, Set<() => void>>();
+  /** Changes that came while nobody waited (between two looks): the next wait ends at once. */
+  private readonly missed = new Map<string, string>();
+
+  constructor(private readonly woke: (taskId: string, why: string) => void = () => undefined) {}
+
+  /** Resolves when `slept` does, or when the task is woken first (or was, since the last look). */
+  until(taskId: string, slept: Promise<void>): Promise<void> {
+    const missed = this.missed.get(taskId);
+    if (missed) {
+      this.missed.delete(taskId);
+      slept.catch(() => undefined);
+      this.woke(taskId, missed);
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const wake = () => resolve();
+      const set = this.waiting.get(taskId) ?? new Set();
+      set.add(wake);
+      this.waiting.set(taskId, set);
+      slept.then(resolve, reject).finally(() => {
+        set.delete(wake);
+        if (!set.size) this.waiting.delete(taskId);
+      });
+    });
+  }
+
+  /** Wakes whoever waits for the task, and says so; with nobody waiting, the next wait is short. */
+  wake(taskId: string, why: string): void {
+    const waiting = this.waiting.get(taskId);
+    if (!waiting?.size) {
+      this.missed.set(taskId, why);
+      return;
+    }
+    for (const wake of waiting) wake();
+    this.woke(taskId, why);
+  }
+}
+
+/** The SDK's queue of messages for a task's side channel, which wakes the task's tasks/result when one is queued. */
+export class WakingMessageQueue extends InMemoryTaskMessageQueue {
+  constructor(private readonly wakeups: TaskWakeups) { super(); }
+
+  override async enqueue(taskId: string, message: QueuedMessage, sessionId?: string, maxSize?: number): Promise<void> {
+    await super.enqueue(taskId, message, sessionId, maxSize);
+    this.wakeups.wake(taskId, 'a message for the host');
+  }
+}
+
+/** Refuses to follow, as an MCP task, a task the agent did not send: it is not the agent's MCP task. */
+export function ownTask(agent: McpAgent, task: Task): string {
+  if (task.from_agent === agent.client.agentId) return task.id;
+  throw new ValidationError({
+    code: 'BT005',
+    message: `task ${task.id} was sent by "${task.from_agent}": only the tasks this agent sent are its MCP tasks`,
+    hint: 'call wait_for without "task" (it waits up to timeout_seconds), or follow the task from its sender\'s host',
+  });
+}

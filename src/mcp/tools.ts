@@ -8,7 +8,7 @@ import { broughtBackWith } from '../client/agent.js';
 import { ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
 import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
-import { resultOf, TASK_POLL_MS } from './tasks.js';
+import { ownTask, resultOf, TASK_POLL_MS } from './tasks.js';
 import { ArtifactGiven, forModel, isTextual, ok, readGiven, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
 import { refusedTask } from './task-calls.js';
 
@@ -459,7 +459,7 @@ function sendersWork(agent: McpAgent): Tool[] {
           await new Promise((resolve) => setTimeout(resolve, Math.min(TASK_POLL_MS, Math.max(0, deadline - Date.now()))));
         }
       },
-      task: async ({ task }) => agent.resolve(task),
+      task: async ({ task }) => ownTask(agent, await client.getTask(await agent.resolve(task))),
     }),
     defineTool({
       name: 'cancel',
