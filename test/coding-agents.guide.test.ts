@@ -5,7 +5,6 @@
  * the suite's cache (scripts/coding-agents-runtime.mjs), put first on the PATH. The providers' keys and
  * base URLs point at a scripted model server, the one double, which plays the three agents' models.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +14,7 @@ import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
 import { cliPath } from './cli.js';
 import { makeStackDir, removeStackFolder } from './global-setup.js';
 import { startModelServer, type ModelServer, type Reply, type Turn } from './model-server.js';
+import { runBlock } from './shell.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const page = fs.readFileSync(path.join(root, 'docs', 'coding-agents.md'), 'utf8');
@@ -43,20 +43,8 @@ function script(turn: Turn): Reply {
   return { text: 'nothing to do' };
 }
 
-/**
- * Runs a block with bash, answered when bash exits: what a block leaves running (the stack `baton init`
- * starts, the daemons) may hold its output pipes, and waiting for those to close would wait for them.
- */
-function bash(script: string, cwd: string): Promise<{ code: number; out: string; stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => { stdout += c; out += c; });
-    child.stderr.on('data', (c: Buffer) => { out += c; });
-    child.on('exit', (code) => setImmediate(() => resolve({ code: code ?? 1, out, stdout })));
-  });
-}
+/** A block of the page, run in the test's environment. */
+const bash = (script: string, cwd: string) => runBlock(script, env, cwd);
 
 /** The page's daemons run detached (`&` in a subshell): found by their working folder, under the test's. */
 function daemonsUnder(folder: string): number[] {

@@ -73,6 +73,14 @@ function anthropicTurn(body: any): Omit<Turn, 'last' | 'all'> {
   return { api: 'anthropic', model: body.model, system: textOf(body.system), tools: (body.tools ?? []).map((t: { name: string }) => t.name), entries };
 }
 
+/** Tools offered inside a namespace, by the name the script calls them: the namespace and the tool's own name. */
+const namespaces = new Map<string, { namespace: string; name: string }>();
+function namespaced(namespace: string, name: string): string {
+  const full = `${namespace.replace(/_+$/, '')}__${name}`;
+  namespaces.set(full, { namespace, name });
+  return full;
+}
+
 function openaiTurn(body: any): Omit<Turn, 'last' | 'all'> {
   const entries: Entry[] = [];
   const input = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : body.input ?? [];
@@ -80,10 +88,11 @@ function openaiTurn(body: any): Omit<Turn, 'last' | 'all'> {
     if (item.type === 'message' || (!item.type && item.role)) {
       if (item.role === 'system' || item.role === 'developer') continue;
       entries.push({ role: item.role === 'assistant' ? 'assistant' : 'user', text: textOf(item.content) });
-    } else if (item.type === 'function_call') entries.push({ role: 'assistant', text: item.arguments, tool: item.name });
+    } else if (item.type === 'function_call') entries.push({ role: 'assistant', text: item.arguments, tool: item.namespace ? namespaced(item.namespace, item.name) : item.name });
     else if (item.type === 'function_call_output') entries.push({ role: 'tool', text: typeof item.output === 'string' ? item.output : textOf(item.output?.content ?? item.output) });
   }
-  const tools = (body.tools ?? []).flatMap((t: any) => (t.type === 'namespace' || t.tools ? (t.tools ?? []).map((x: any) => `${t.name}${x.name}`) : [t.name ?? t.type]));
+  // A namespace of tools (Codex offers an MCP server's tools as `mcp__<server>`) names each as `<namespace>__<tool>`.
+  const tools = (body.tools ?? []).flatMap((t: any) => (t.type === 'namespace' || t.tools ? (t.tools ?? []).map((x: any) => namespaced(t.name, x.name)) : [t.name ?? t.type]));
   return { api: 'openai', model: body.model, system: textOf(body.instructions), tools, entries };
 }
 
@@ -132,7 +141,7 @@ function openaiAnswer(res: http.ServerResponse, model: string, reply: Exclude<Re
   const id = `resp_${crypto.randomBytes(8).toString('hex')}`;
   const item = 'text' in reply
     ? { type: 'message', id: `msg_${crypto.randomBytes(8).toString('hex')}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: reply.text, annotations: [] }] }
-    : { type: 'function_call', id: `fc_${crypto.randomBytes(8).toString('hex')}`, call_id: `call_${crypto.randomBytes(8).toString('hex')}`, name: reply.tool, arguments: JSON.stringify(reply.input), status: 'completed' };
+    : { type: 'function_call', id: `fc_${crypto.randomBytes(8).toString('hex')}`, call_id: `call_${crypto.randomBytes(8).toString('hex')}`, ...(namespaces.get(reply.tool) ?? { name: reply.tool }), arguments: JSON.stringify(reply.input), status: 'completed' };
   const response = { id, object: 'response', model, status: 'completed', output: [item] };
   sse(res, [
     ['response.created', { type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }],
@@ -200,7 +209,7 @@ export async function startModelServer(script: Script, options: { usage?: (turn:
         const turn: Turn = { ...base, entries, last: entries.at(-1)!, all: [base.system, ...entries.map((e) => e.text)].join('\n') };
         // Gemini CLI's router asks which model to use, as JSON, before every turn.
         const routing = turn.api === 'gemini' && gemini?.[2] === 'generateContent' && /model_choice|routing|classif/i.test(turn.all);
-        const reply: Reply = routing ? { text: JSON.stringify({ reasoning: 'scripted', model_choice: 'flash' }) } : await script(turn);
+        const reply: Reply = routing ? { text: JSON.stringify({ reasoning: 'scripted', model_choice: 'flash', complexity_reasoning: 'scripted', complexity_score: 10 }) } : await script(turn);
         if (!routing) turns.push(turn);
         if ('status' in reply) {
           res.writeHead(reply.status, { 'content-type': 'application/json' });

@@ -63,6 +63,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   );
 
   taskStore.server = server.server;
+  logHost(server, log);
   // The MCP tasks this server has handed out or been asked about: their changes of status go to the
   // host as they are pushed.
   const tracked = new Set<string>();
@@ -130,4 +131,17 @@ function wakeTaskResults(server: McpServer, wakeups: TaskWakeups): void {
   const protocol = server.server as unknown as Internals;
   const sleep = protocol._waitForTaskUpdate.bind(server.server);
   protocol._waitForTaskUpdate = (taskId, signal, sessionId) => wakeups.until(taskId, sleep(taskId, signal, sessionId));
+}
+
+/** Which host connected, the protocol it asked for and what of MCP it speaks: the first thing to read when a host behaves oddly. */
+function logHost(server: McpServer, log: Logger): void {
+  type Internals = { _oninitialize(request: { params: { protocolVersion: string } }): Promise<unknown> };
+  const protocol = server.server as unknown as Internals;
+  const initialize = protocol._oninitialize.bind(server.server);
+  let asked = '';
+  protocol._oninitialize = (request) => {
+    asked = request.params.protocolVersion;
+    return initialize(request);
+  };
+  server.server.oninitialized = () => log.info({ host: server.server.getClientVersion(), protocol: asked, capabilities: server.server.getClientCapabilities() }, 'host connected');
 }

@@ -1,0 +1,136 @@
+/**
+ * docs/mcp.md's "In Claude Code, Codex and Gemini CLI" followed as written: each real CLI from npm
+ * (the suite's cache, scripts/coding-agents-runtime.mjs) registers `baton mcp` with its own `mcp add`,
+ * and a run of it hands work to another agent through Baton's tools and reads the result. The one
+ * double is the model, a scripted server that calls `handoff`, then `wait_for` until the task ends, and
+ * says what came back; a daemon of the receiving agent does the work.
+ *
+ * The page's agent ids (`lead`, `reviewer`) are made unique per test, as every id in the suite is.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain JS script
+import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
+import { cliPath } from './cli.js';
+import { daemon } from './daemon-helpers.js';
+import { newAgent, stack, uniqueId } from './helpers.js';
+import { agentKeyEnv, operatorEnv } from './keys-mode.js';
+import { startModelServer, type ModelServer, type Reply, type Turn } from './model-server.js';
+import { runBlock } from './shell.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const page = fs.readFileSync(path.join(root, 'docs', 'mcp.md'), 'utf8');
+const section = page.slice(page.indexOf('## In Claude Code, Codex and Gemini CLI'), page.indexOf('## Long hand-offs as MCP tasks'));
+const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+
+const paths = ensureCodingAgents({ log: () => undefined }) as { claude: string; codex: string; gemini: string };
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-hosts-'));
+let server: ModelServer;
+
+/** The host's model: hand off, wait until the task ends, say the result. */
+function script(turn: Turn): Reply {
+  const handoff = turn.tools.find((t) => /(^|_)handoff$/.test(t));
+  const waitFor = turn.tools.find((t) => /(^|_)wait_for$/.test(t));
+  const to = /Hand the review of hello\.py to (\S+), wait/.exec(turn.all)?.[1];
+  // Claude Code offers an MCP server's tools by name only, to load with its ToolSearch first.
+  const deferred = ['handoff', 'wait_for'].map((t) => `mcp__baton__${t}`);
+  if ((!handoff || !waitFor) && turn.tools.includes('ToolSearch') && deferred.every((t) => turn.all.includes(t))) {
+    return { tool: 'ToolSearch', input: { query: `select:${deferred.join(',')}`, max_results: 5 } };
+  }
+  if (!handoff || !waitFor || !to) return { text: `no Baton tools offered (${turn.tools.join(', ')})` };
+  const called = turn.entries.filter((e) => e.role === 'assistant' && e.tool && /(^|_)(handoff|wait_for)$/.test(e.tool));
+  const last = turn.entries.filter((e) => e.role === 'tool').at(-1)?.text ?? '';
+  if (!called.length) return { tool: handoff, input: { to, title: 'Review hello.py', description: 'Does it print hello?' } };
+  const task = /\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/.exec(turn.entries.filter((e) => e.role === 'tool').map((e) => e.text).join('\n'))?.[1];
+  if (!task) return { text: `the hand-off said: ${last}` };
+  if (called.length === 1 || /Still open/.test(last)) return { tool: waitFor, input: { task, timeout_seconds: 30 } };
+  // The result as the host gives it back: the tool's text, or (Claude Code) its structured content.
+  const summary = /"summary":"([^"]*)"/.exec(last)?.[1] ?? /completed: [^\n\\]*(?:\\n|\n)([^\n\\<]*)/.exec(last)?.[1];
+  return { text: `The reviewer said: ${summary ?? last}` };
+}
+
+beforeAll(async () => {
+  server = await startModelServer(script);
+});
+afterAll(async () => {
+  await server?.close();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+/** A person's machine: a home of its own, `baton` and the three CLIs on the PATH, the model's settings. */
+function machine(host: string) {
+  const home = path.join(scratch, `${host}-home`);
+  const bin = path.join(home, '.bin');
+  fs.mkdirSync(bin, { recursive: true });
+  // Baton as installed; what `baton mcp` logs (the host it met) is kept, as the host may not show it.
+  fs.writeFileSync(path.join(bin, 'baton'), `#!/bin/sh\nLOG_LEVEL=info exec ${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath)} "$@" 2>>${JSON.stringify(path.join(home, 'baton.log'))}\n`, { mode: 0o755 });
+  for (const cli of ['claude', 'codex', 'gemini'] as const) fs.symlinkSync(paths[cli], path.join(bin, cli));
+  // Each CLI signed in to its provider as its user would be (here: the scripted model).
+  fs.mkdirSync(path.join(home, '.codex'));
+  fs.writeFileSync(path.join(home, '.codex', 'config.toml'), [
+    'model = "gpt-5.1-codex"', 'model_provider = "scripted"', 'approval_policy = "never"', '',
+    '[model_providers.scripted]', 'name = "scripted"', `base_url = "${server.url}/v1"`, 'wire_api = "responses"', 'env_key = "OPENAI_API_KEY"', '',
+  ].join('\n'));
+  fs.mkdirSync(path.join(home, '.gemini'));
+  fs.writeFileSync(path.join(home, '.gemini', 'settings.json'), JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }));
+  // The folder it runs in trusted, as its user does once when asked.
+  fs.writeFileSync(path.join(home, '.gemini', 'trustedFolders.json'), JSON.stringify({ [home]: 'TRUST_FOLDER' }));
+  const base = { HOME: home, PATH: `${bin}${path.delimiter}${process.env.PATH}`, NO_COLOR: '1', TMPDIR: os.tmpdir() };
+  return {
+    home,
+    /** Where the operator's settings are: the service key, to create the agent. */
+    operator: { ...base, SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), ...operatorEnv(stack) },
+    /** The agent's machine: no Baton settings but the file the host names. */
+    person: {
+      ...base,
+      ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'sk-scripted', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', DISABLE_ERROR_REPORTING: '1',
+      OPENAI_API_KEY: 'sk-scripted',
+      GEMINI_API_KEY: 'scripted', GOOGLE_GEMINI_BASE_URL: server.url, GEMINI_CLI_NO_RELAUNCH: 'true',
+    },
+  };
+}
+
+describe('docs/mcp.md: baton mcp in the coding agents', () => {
+  it('has the blocks the test follows', () => {
+    expect(blocks).toHaveLength(4);
+    expect(blocks[0]).toMatch(/--write-env ~\/\.baton\/lead\.env/);
+    expect(blocks.slice(1).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
+  });
+
+  it.each([['claude', 1], ['codex', 2], ['gemini', 3]] as const)('%s hands work on through baton mcp, waits for it, and reads the result', async (host, index) => {
+    const lead = uniqueId('lead');
+    const reviewer = await newAgent('reviewer');
+    await daemon(reviewer, { executors: { '*': () => 'hello.py prints hello, as it should' } });
+    const { home, operator, person } = machine(host);
+    const ids = (block: string) => block.replace(/\blead\b/g, lead).replace(/\breviewer\b/g, reviewer.id);
+
+    const created = await runBlock(ids(blocks[0]!), operator, home);
+    expect(created.code, created.out).toBe(0);
+    expect(fs.statSync(path.join(home, '.baton', `${lead}.env`)).mode & 0o077).toBe(0);
+
+    const ran = await runBlock(ids(blocks[index]!), person, home);
+    if (process.env.BATON_HOSTS_DEBUG) console.log(ran.out, JSON.stringify(server.turns.slice(-3).map((t) => ({ tools: t.tools, entries: t.entries.slice(-3) })), null, 1));
+    expect(ran.code, ran.out).toBe(0);
+    expect(ran.stdout).toContain('The reviewer said: hello.py prints hello, as it should');
+    // The hand-off is Baton's: sent by the lead, done by the reviewer.
+    // What the host said of itself when it connected (baton mcp logs it), for docs/mcp.md's table.
+    const met = fs.readFileSync(path.join(home, 'baton.log'), 'utf8').split('\n').filter((l) => l.includes('host connected')).map((l) => JSON.parse(l));
+    expect(met.length).toBeGreaterThan(0);
+    const row = section.split('\n').find((l) => l.startsWith(`| ${met[0].host.title ?? 'Gemini CLI'} ${met[0].host.version} |`))?.split(' | ');
+    expect(row, `docs/mcp.md's table has no row for ${JSON.stringify(met[0].host)}`).toBeTruthy();
+    expect(row![1]).toBe(met[0].protocol);
+    expect(row![3]).toBe(met[0].capabilities.tasks ? 'yes' : 'no');
+    expect(row![4] === 'no').toBe(!met[0].capabilities.elicitation);
+    const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
+    expect(done.map((t) => t.from_agent)).toEqual([lead]);
+    // The host's own configuration names the settings file, not the token.
+    const token = /BATON_AGENT_TOKEN=(\S+)/.exec(fs.readFileSync(path.join(home, '.baton', `${lead}.env`), 'utf8'))?.[1];
+    expect(token).toBeTruthy();
+    const configs = ['.claude.json', '.codex/config.toml', '.gemini/settings.json'].map((f) => path.join(home, f)).filter((f) => fs.existsSync(f));
+    for (const file of configs) expect(fs.readFileSync(file, 'utf8')).not.toContain(token!);
+  }, 240_000);
+});
