@@ -30,8 +30,41 @@ const paths = ensureCodingAgents({ log: () => undefined }) as { claude: string; 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-hosts-'));
 let server: ModelServer;
 
+const shells = { anthropic: 'Bash', openai: 'exec_command', gemini: 'run_shell_command' } as const;
+const shellInput = (turn: Turn, command: string) => (turn.api === 'anthropic' ? { command, description: 'run it' } : turn.api === 'openai' ? { cmd: command } : { command });
+
+/** The host's model with the skill: load it as the host offers it, then hand off, wait and read with `baton` in the shell. */
+function withSkill(turn: Turn): Reply {
+  const to = /Use Baton to hand the review of hello\.py to (\S+), and/.exec(turn.all)![1];
+  const calls = turn.entries.filter((e) => e.role === 'assistant' && e.tool);
+  // What the tools printed, with the JSON escaping a host wraps it in (Gemini CLI: twice) undone.
+  let outputs = turn.entries.filter((e) => e.role === 'tool').map((e) => e.text).join('\n');
+  for (let i = 0; i < 3; i++) outputs = outputs.replace(/\\+"/g, '"').replace(/\\+n/g, '\n');
+  const run = (command: string): Reply => ({ tool: shells[turn.api], input: shellInput(turn, command) });
+  // The skill's body, as the host hands it back (a tool's output, or a message of its own).
+  if (!turn.entries.some((e) => e.role !== 'assistant' && e.text.includes('# Baton: hand work between agents'))) {
+    if (calls.length) return { text: `the skill did not load: ${outputs.slice(0, 300)}` };
+    // Claude Code: the Skill tool; Gemini CLI: activate_skill; Codex: the file its instructions name.
+    if (turn.tools.includes('Skill') && /- baton: Hand work to other AI agents/.test(turn.all)) return { tool: 'Skill', input: { skill: 'baton' } };
+    if (turn.tools.includes('activate_skill')) return { tool: 'activate_skill', input: { name: 'baton' } };
+    // Codex lists it as `baton: … (file: r0/baton/SKILL.md)`, with `r0` in a table of skill roots.
+    const listed = /- baton: [^\n]*\(file: (r\d+)\/baton\/SKILL\.md\)/.exec(turn.all);
+    const root = listed && new RegExp(`\`${listed[1]}\` = \`([^\`]+)\``).exec(turn.all)?.[1];
+    return root ? run(`cat ${root}/baton/SKILL.md`) : { text: 'no Baton skill offered' };
+  }
+  const task = /"id":\s*"([0-9a-f-]{36})"/.exec(outputs)?.[1];
+  if (!task) return run(`baton handoff ${to} "Review hello.py" -d "Does it print hello?" --json`);
+  const shell = calls.filter((c) => c.tool === shells[turn.api]).map((c) => c.text);
+  if (shell.length > 5) return { text: `gave up: ${outputs.slice(-300)}` };
+  if (!shell.some((c) => c.includes('baton watch'))) return run(`baton watch --task ${task}`);
+  if (!shell.some((c) => c.includes('baton show'))) return run(`baton show ${task}`);
+  return { text: `The reviewer said: ${/hello\.py prints hello[^\n"]*/.exec(outputs)?.[0] ?? outputs.slice(-300)}` };
+}
+
 /** The host's model: hand off, wait until the task ends, say the result. */
 function script(turn: Turn): Reply {
+  if (process.env.BATON_HOSTS_TRACE) fs.appendFileSync(process.env.BATON_HOSTS_TRACE, `${JSON.stringify(turn.entries.slice(-2)).slice(0, 1500)}\n`);
+  if (turn.all.includes('Use Baton to hand the review')) return withSkill(turn);
   const handoff = turn.tools.find((t) => /(^|_)handoff$/.test(t));
   const waitFor = turn.tools.find((t) => /(^|_)wait_for$/.test(t));
   const to = /Hand the review of hello\.py to (\S+), wait/.exec(turn.all)?.[1];
@@ -68,6 +101,8 @@ function machine(host: string) {
   // Baton as installed; what `baton mcp` logs (the host it met) is kept, as the host may not show it.
   fs.writeFileSync(path.join(bin, 'baton'), `#!/bin/sh\nLOG_LEVEL=info exec ${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath)} "$@" 2>>${JSON.stringify(path.join(home, 'baton.log'))}\n`, { mode: 0o755 });
   for (const cli of ['claude', 'codex', 'gemini'] as const) fs.symlinkSync(paths[cli], path.join(bin, cli));
+  // On the PATH of login shells too (Codex runs its commands in one, and Debian's /etc/profile sets root's PATH anew).
+  fs.writeFileSync(path.join(home, '.profile'), `export PATH="${bin}:$PATH"\n`);
   // Each CLI signed in to its provider as its user would be (here: the scripted model).
   fs.mkdirSync(path.join(home, '.codex'));
   fs.writeFileSync(path.join(home, '.codex', 'config.toml'), [
@@ -96,9 +131,11 @@ function machine(host: string) {
 
 describe('docs/mcp.md: baton mcp in the coding agents', () => {
   it('has the blocks the test follows', () => {
-    expect(blocks).toHaveLength(4);
+    expect(blocks).toHaveLength(8);
+    expect(blocks[4]).toMatch(/^baton skill install --claude --codex --gemini\n/);
+    expect(blocks.slice(5).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
     expect(blocks[0]).toMatch(/--write-env ~\/\.baton\/lead\.env/);
-    expect(blocks.slice(1).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
+    expect(blocks.slice(1, 4).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
   });
 
   it.each([['claude', 1], ['codex', 2], ['gemini', 3]] as const)('%s hands work on through baton mcp, waits for it, and reads the result', async (host, index) => {
@@ -132,5 +169,23 @@ describe('docs/mcp.md: baton mcp in the coding agents', () => {
     expect(token).toBeTruthy();
     const configs = ['.claude.json', '.codex/config.toml', '.gemini/settings.json'].map((f) => path.join(home, f)).filter((f) => fs.existsSync(f));
     for (const file of configs) expect(fs.readFileSync(file, 'utf8')).not.toContain(token!);
+  }, 240_000);
+
+  it.each([['claude', 5], ['codex', 6], ['gemini', 7]] as const)('%s loads the Baton skill, hands work on with baton in its shell, and reads the result', async (host, index) => {
+    const lead = uniqueId('lead');
+    const reviewer = await newAgent('reviewer');
+    await daemon(reviewer, { executors: { '*': () => 'hello.py prints hello, as it should' } });
+    const { home, operator, person } = machine(`${host}-skill`);
+    const ids = (block: string) => block.replace(/\blead\b/g, lead).replace(/\breviewer\b/g, reviewer.id);
+    const created = await runBlock(ids(blocks[0]!), operator, home);
+    expect(created.code, created.out).toBe(0);
+
+    // Installed, and the install block and the host's run in one shell, as a person types them.
+    const ran = await runBlock(`${ids(blocks[4]!)}\n${ids(blocks[index]!)}`, person, home);
+    if (process.env.BATON_HOSTS_DEBUG) console.log(ran.out, JSON.stringify(server.turns.slice(-2).map((t) => ({ tools: t.tools, system: t.system.slice(0, Number(process.env.BATON_HOSTS_DEBUG_CHARS ?? 3000)), entries: t.entries.slice(-3) })), null, 1));
+    expect(ran.code, ran.out).toBe(0);
+    expect(ran.stdout).toContain('The reviewer said: hello.py prints hello, as it should');
+    const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
+    expect(done.map((t) => t.from_agent)).toEqual([lead]);
   }, 240_000);
 });

@@ -84,16 +84,18 @@ function namespaced(namespace: string, name: string): string {
 function openaiTurn(body: any): Omit<Turn, 'last' | 'all'> {
   const entries: Entry[] = [];
   const input = typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : body.input ?? [];
+  const developer: string[] = [];
   for (const item of input) {
     if (item.type === 'message' || (!item.type && item.role)) {
-      if (item.role === 'system' || item.role === 'developer') continue;
+      // Instructions given as messages (Codex lists its skills in one) are the system's part.
+      if (item.role === 'system' || item.role === 'developer') { developer.push(textOf(item.content)); continue; }
       entries.push({ role: item.role === 'assistant' ? 'assistant' : 'user', text: textOf(item.content) });
     } else if (item.type === 'function_call') entries.push({ role: 'assistant', text: item.arguments, tool: item.namespace ? namespaced(item.namespace, item.name) : item.name });
     else if (item.type === 'function_call_output') entries.push({ role: 'tool', text: typeof item.output === 'string' ? item.output : textOf(item.output?.content ?? item.output) });
   }
   // A namespace of tools (Codex offers an MCP server's tools as `mcp__<server>`) names each as `<namespace>__<tool>`.
   const tools = (body.tools ?? []).flatMap((t: any) => (t.type === 'namespace' || t.tools ? (t.tools ?? []).map((x: any) => namespaced(t.name, x.name)) : [t.name ?? t.type]));
-  return { api: 'openai', model: body.model, system: textOf(body.instructions), tools, entries };
+  return { api: 'openai', model: body.model, system: [textOf(body.instructions), ...developer].join('\n'), tools, entries };
 }
 
 function geminiTurn(body: any, model: string): Omit<Turn, 'last' | 'all'> {

@@ -16,6 +16,7 @@ interface InstallFlags {
   openclawWorkspace?: string;
   claude?: boolean;
   codex?: boolean;
+  gemini?: boolean;
   to?: string;
   force?: boolean;
 }
@@ -31,6 +32,8 @@ function targetsOf(flags: InstallFlags): Array<{ folder: string; runtime: string
   if (flags.openclawWorkspace) targets.push({ folder: path.join(path.resolve(flags.openclawWorkspace), 'skills'), runtime: 'OpenClaw (the agent of this workspace)' });
   if (flags.claude) targets.push({ folder: path.join(process.env.CLAUDE_CONFIG_DIR ?? path.join(home, '.claude'), 'skills'), runtime: 'Claude Code' });
   if (flags.codex) targets.push({ folder: path.join(process.env.CODEX_HOME ?? path.join(home, '.codex'), 'skills'), runtime: 'Codex' });
+  // Gemini CLI's GEMINI_CLI_HOME stands for the home folder, under which it keeps .gemini.
+  if (flags.gemini) targets.push({ folder: path.join(process.env.GEMINI_CLI_HOME || home, '.gemini', 'skills'), runtime: 'Gemini CLI' });
   if (flags.to) targets.push({ folder: path.resolve(flags.to), runtime: 'the folder given' });
   return targets;
 }
@@ -58,7 +61,7 @@ function install(folder: string, force: boolean): { skill: string; state: 'insta
 }
 
 export function registerSkill(program: Command): void {
-  const skill = program.command('skill').description('the Baton skill (SKILL.md) that teaches an agent to use baton: install it for OpenClaw, Claude Code, Codex');
+  const skill = program.command('skill').description('the Baton skill (SKILL.md) that teaches an agent to use baton: install it for OpenClaw, Claude Code, Codex, Gemini CLI');
 
   skill.command('path')
     .description('print the folder of the skill shipped with this version of baton')
@@ -72,6 +75,7 @@ export function registerSkill(program: Command): void {
     .option('--openclaw-workspace <folder>', 'one OpenClaw agent\'s workspace: <folder>/skills')
     .option('--claude', 'Claude Code: $CLAUDE_CONFIG_DIR/skills, else ~/.claude/skills')
     .option('--codex', 'Codex: $CODEX_HOME/skills, else ~/.codex/skills')
+    .option('--gemini', 'Gemini CLI: ~/.gemini/skills ($GEMINI_CLI_HOME/.gemini/skills if set)')
     .option('--to <folder>', 'any skills folder: the skill goes to <folder>/baton')
     .option('--force', 'replace a copy that differs (an edited one, or another version\'s)')
     .addHelpText('after', `
@@ -81,11 +85,11 @@ it as ready once they are there (openclaw skills check).
 
 Example:
   $ baton skill install --openclaw
-  $ baton skill install --claude --codex`)
+  $ baton skill install --claude --codex --gemini`)
     .action((flags: InstallFlags, command: Command) => {
       const targets = targetsOf(flags);
       if (targets.length === 0) {
-        throw usageError('say where to install the skill', 'Pass --openclaw, --openclaw-workspace <folder>, --claude, --codex or --to <folder>.');
+        throw usageError('say where to install the skill', 'Pass --openclaw, --openclaw-workspace <folder>, --claude, --codex, --gemini or --to <folder>.');
       }
       const done = targets.map(({ folder, runtime }) => ({ runtime, ...install(folder, Boolean(flags.force)) }));
       emit(configOf(command), done, (rows) => rows.map((r) => `${r.state === 'unchanged' ? 'already installed' : r.state}: ${r.skill} (${r.runtime})`).join('\n'));
