@@ -158,7 +158,7 @@ describe('Baton over A2A, with the official client', () => {
     const rest = await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ['HTTP+JSON'] }))
       .createFromUrl(`${server.url}/agents/${w.id}/`);
     const card = await rest.getAgentCard();
-    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON']);
+    expect(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3']);
     const done = await rest.sendMessage(send('Add over REST'), as(caller.token));
     if (!('status' in done)) throw new Error('expected a task');
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -292,7 +292,7 @@ describe('Baton over A2A, on the wire as the specification says it', () => {
     try {
       const rest = await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ['HTTP+JSON'] }))
         .createFromUrl(`${root.url}/`);
-      expect((await rest.getAgentCard()).supportedInterfaces.map((i) => [i.protocolBinding, i.url])).toEqual([['JSONRPC', `${root.url}/`], ['HTTP+JSON', `${root.url}/`]]);
+      expect((await rest.getAgentCard()).supportedInterfaces.map((i) => [i.protocolBinding, i.url])).toEqual([['JSONRPC', `${root.url}/`], ['HTTP+JSON', `${root.url}/`], ['JSONRPC', `${root.url}/`]]);
       const done = await rest.sendMessage(send('Add at the root'), as(caller.token));
       if (!('status' in done)) throw new Error('expected a task');
       expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -311,5 +311,29 @@ describe('Baton over A2A, on the wire as the specification says it', () => {
     const finals = events.filter((e) => e.payload?.$case === 'statusUpdate' && e.payload.value.status?.state === TaskState.TASK_STATE_COMPLETED);
     expect(finals).toHaveLength(1);
     for (const e of events) if (e.payload?.$case === 'statusUpdate') expect(String(e.payload.value.status?.timestamp)).toMatch(/Z$/);
+  });
+
+  it('serves callers of A2A 0.3 (no A2A-Version header): message/send, message/stream, tasks/get and tasks/cancel', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-old-caller')]);
+    const rpc = async (method: string, params: unknown) => {
+      const res = await fetch(`${server.url}/agents/${w.id}/`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${caller.token}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: crypto.randomUUID(), method, params }),
+      });
+      return method === 'message/stream' ? res.text() : (await res.json() as { result?: any; error?: unknown }); // eslint-disable-line @typescript-eslint/no-explicit-any
+    };
+    const message = (text: string) => ({ message: { kind: 'message', messageId: crypto.randomUUID(), role: 'user', parts: [{ kind: 'text', text }] }, configuration: { blocking: true } });
+    const sent = await rpc('message/send', message('Add these numbers')) as { result: { kind: string; id: string; status: { state: string } } };
+    expect(sent.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
+    const got = await rpc('tasks/get', { id: sent.result.id }) as { result: { id: string; status: { state: string }; artifacts: Array<{ name: string }> } };
+    expect(got.result).toMatchObject({ id: sent.result.id, status: { state: 'completed' } });
+    expect(got.result.artifacts.map((a) => a.name)).toContain('answer.json');
+    // A stream, as 0.3 events (kind, final), to its end.
+    const streamed = await rpc('message/stream', message('Add these numbers again')) as string;
+    const events = streamed.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)).result);
+    expect(events.at(-1)).toMatchObject({ kind: 'status-update', final: true, status: { state: 'completed' } });
+    // Cancelling a finished task is refused as 0.3 says: TaskNotCancelableError, -32002.
+    const cancelled = await rpc('tasks/cancel', { id: sent.result.id }) as { error?: { code: number } };
+    expect(cancelled.error?.code).toBe(-32002);
   });
 });

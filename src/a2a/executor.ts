@@ -9,7 +9,7 @@
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Role, TaskState, type Message as A2AMessage, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
-import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { neverReached, RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../agent/executors.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import type { Task } from '../schemas.js';
@@ -20,15 +20,33 @@ export interface A2AExecutorOptions {
   url: string;
   /** A bearer token for the remote agent, when it asks for one. */
   token?: string;
+  /**
+   * What the remote agent's `input-required` means. `question` (A2A's meaning, the default): its words
+   * go to the sender as a Baton question, and the answer goes back on the same remote task. `result`:
+   * the turn is over and so is the work, the words it said in the turn being the result; for agents that
+   * end every turn `input-required`, asked or not (Gemini CLI's A2A server, A2A 0.3).
+   */
+  inputRequired?: 'question' | 'result';
 }
 
 const cardPath = '.well-known/agent-card.json';
 
-export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
+/**
+ * A client for agents of either version: a card of A2A 0.3 (many agents in the wild, Gemini CLI's
+ * server among them) is read as one, and the agent is then spoken to in 0.3 (`message/stream`,
+ * `tasks/get`, `tasks/cancel`); a 1.0 card gets 1.0. The SDK's compatibility layer does the mapping.
+ */
+const legacyCompat = { enabled: true };
+const speakingBoth = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+  transports: [new JsonRpcTransportFactory({ legacyCompat }), new RestTransportFactory({ legacyCompat })],
+  cardResolver: new DefaultAgentCardResolver({ legacyCompat }),
+});
+
+export function a2aExecutor({ url, token, inputRequired = 'question' }: A2AExecutorOptions): Handler {
   let connecting: Promise<Client> | undefined;
   const connect = () => {
     const [base, path] = url.endsWith('.json') ? [url.slice(0, url.lastIndexOf('/') + 1), url.slice(url.lastIndexOf('/') + 1)] : [url.endsWith('/') ? url : `${url}/`, cardPath];
-    connecting ??= new ClientFactory().createFromUrl(base, path === cardPath ? undefined : path).catch((err: unknown) => {
+    connecting ??= new ClientFactory(speakingBoth).createFromUrl(base, path === cardPath ? undefined : path).catch((err: unknown) => {
       connecting = undefined;
       throw new UnavailableError(`could not reach the A2A agent at ${url}: ${(err as Error).message}`, { cause: err });
     });
@@ -59,7 +77,7 @@ export function a2aExecutor({ url, token }: A2AExecutorOptions): Handler {
           throw new Error(`the remote A2A agent ${outcome.state === TaskState.TASK_STATE_FAILED ? 'failed' : 'rejected'} the task${outcome.text ? `: ${outcome.text}` : ''}`);
         }
         if (outcome.state === TaskState.TASK_STATE_CANCELED) throw new Error('the remote A2A agent cancelled the task');
-        if (outcome.state !== TaskState.TASK_STATE_INPUT_REQUIRED) break;
+        if (outcome.state !== TaskState.TASK_STATE_INPUT_REQUIRED || inputRequired === 'result') break;
         // The sender answers through Baton; the answer goes back on the same remote task.
         const answer = await ctx.ask(outcome.text ?? 'The remote agent needs more input.');
         request = send([textPart(answer)], remote);
@@ -127,6 +145,10 @@ async function streamed(client: Client, request: SendMessageRequest, answered: b
   pending: Map<string, { name: string; parts: Part[] }>, ctx: ExecutorContext, serviceParameters: Record<string, string>,
   cancelRemote: () => void): Promise<Outcome | undefined> {
   let last: Outcome | undefined;
+  // What the agent said while it worked in this turn: an agent that streams its reply as working
+  // messages (Gemini CLI's A2A server) and then ends the turn input-required with no words of its own
+  // has said its question, or its result, in these.
+  const turn: string[] = [];
   // The stream ends with the Baton task, but not before the remote agent has named its task (for
   // NAMING_MS at most): a task cancelled before that would run on over there, never told.
   const stream = new AbortController();
@@ -150,8 +172,11 @@ async function streamed(client: Client, request: SendMessageRequest, answered: b
       // A stream after an answer opens with the task as it was: still asking, which is no new question.
       if (answered && event.payload?.$case === 'task') continue;
       if (!outcome) continue;
-      // The last words said stand for the whole, when the final status says none.
-      last = { ...outcome, text: outcome.text ?? (outcome.final ? last?.text : undefined) };
+      if (outcome.state === TaskState.TASK_STATE_WORKING && outcome.text) turn.push(outcome.text);
+      // The last words said stand for the whole, when the final status says none; an input-required
+      // without words stands for what was said in the turn.
+      const asking = outcome.state === TaskState.TASK_STATE_INPUT_REQUIRED;
+      last = { ...outcome, text: outcome.text ?? (asking && turn.length ? turn.join('') : outcome.final ? last?.text : undefined) };
       if (last.final || last.state === TaskState.TASK_STATE_INPUT_REQUIRED) return last;
     }
   } catch (err) {

@@ -127,6 +127,9 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       supportedInterfaces: [
         { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
         { url, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
+        // Callers of A2A 0.3 (message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe)
+        // at the same address, mapped by the SDK's compatibility layer.
+        { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
       ],
       provider: { organization: 'Baton', url: base },
       capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -171,7 +174,7 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
       // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
       // The caller's trace goes on: a hand-off it asks for records the caller's context.
       return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
-        jsonRpcHandler(options)(req, res, () => restHandler(options)(req, jsonBodies(res), next)));
+        jsonRpcHandler({ ...options, legacyCompat: { enabled: true } })(req, res, () => restHandler(options)(req, jsonBodies(res), next)));
     } catch (err) {
       next(err);
     }

@@ -93,6 +93,11 @@ const A2AExecutorSpec = z.strictObject({
   a2a: z.url(),
   /** The environment variable holding a bearer token for it, if it asks for one. */
   tokenEnv: z.string().optional(),
+  /**
+   * What the agent's `input-required` means: a question to the sender (A2A's meaning, the default), or,
+   * for agents that end every turn so (Gemini CLI's A2A server), the end of the work, its last words the result.
+   */
+  inputRequired: z.enum(['question', 'result']).default('question'),
 });
 
 /** An entry of a runtime's (src/runtimes): checked by the runtime's own schema. */
@@ -180,7 +185,7 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn' | 'i
       const token = spec.tokenEnv ? namedVariable(spec.tokenEnv) : undefined;
       if (spec.tokenEnv && !token) throw new ConfigError(`executor "${name}": ${spec.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token for the A2A agent at ${spec.a2a}`);
       const { a2aExecutor } = await import('../a2a/executor.js');
-      executors[name] = a2aExecutor({ url: spec.a2a, token });
+      executors[name] = a2aExecutor({ url: spec.a2a, token, inputRequired: spec.inputRequired });
       continue;
     }
     const url = pathToFileURL(path.resolve(path.dirname(file), spec.module)).href;
