@@ -97,6 +97,34 @@ describe('a daemon whose connections die without a word (half-open)', () => {
   });
 });
 
+describe('a question asked before the API goes away', () => {
+  it('is answered into the same run once the API is back: one attempt, one question', async () => {
+    const boss = await own.newAgent('q-boss');
+    const bot = await own.newAgent('q-bot');
+    const module = path.join(work, `asker-${bot.id}.mjs`);
+    fs.writeFileSync(module, 'export default async (task, ctx) => ({ status: "success", summary: `answered: ${await ctx.ask("tabs or spaces?")}` });\n');
+    const daemon = await daemonBehindProxy(bot.token, { executors: { '*': { module } } });
+    try {
+      const task = await boss.client.handoff({ to: bot.id, title: 'asks, then the API goes away' });
+      await eventually(async () => (await boss.client.getTask(task.id)).status === 'input_required', 30_000, 'the question');
+      // The API away for the daemon (a stack restarted, an upgrade), while the sender answers.
+      // The outage lasts as a stack restart does (longer than a request may wait): its polls for the answer fail.
+      daemon.proxy.set('reset');
+      await new Promise((r) => setTimeout(r, 15_000));
+      await boss.client.answer(task.id, 'spaces');
+      daemon.proxy.set('pass');
+      const done = await eventually(async () => { const t = await boss.client.getTask(task.id); return ['completed', 'failed'].includes(t.status) ? t : undefined; }, 60_000, 'the task to end');
+      expect(done.status, done.status_reason ?? '').toBe('completed');
+      expect(done.result?.summary).toBe('answered: spaces');
+      expect(done.attempts).toBe(1);
+      expect(await boss.client.messages({ taskId: task.id, kind: 'question' })).toHaveLength(1);
+    } finally {
+      await daemon.stop();
+      if (process.env.BATON_FAULT_DEBUG) console.log(daemon.output);
+    }
+  }, 150_000);
+});
+
 describe('an outcome whose answer was lost', () => {
   it('is said to be recorded by the earlier try, not refused', async () => {
     const boss = await own.newAgent('lost-boss');

@@ -254,7 +254,7 @@ export class TaskRunner {
     if (!asked) throw new Error(`the question on task ${task.id} was asked but cannot be read back`);
     log.info({ question }, 'asked the sender; waiting for input');
     handedOver.add(asked.id);
-    return this.awaitAnswer(task.id, asked.id, signal);
+    return this.awaitAnswer(task.id, asked.id, signal, log);
   }
 
   /**
@@ -269,19 +269,32 @@ export class TaskRunner {
     if (!asked || handedOver.has(asked.id) || Date.parse(asked.created_at) < runStarted) return undefined;
     handedOver.add(asked.id);
     log.info('the task has a question of this run; handing its answer over');
-    return this.awaitAnswer(task.id, asked.id, signal);
+    return this.awaitAnswer(task.id, asked.id, signal, log);
   }
 
-  /** Waits for the answer to the question `askedId`; the task's slot is free meanwhile. */
-  private async awaitAnswer(taskId: string, askedId: string, signal: AbortSignal): Promise<string> {
+  /**
+   * Waits for the answer to the question `askedId`; the task's slot is free meanwhile. An API or
+   * database away while it waits (a restart, an upgrade, a cut network) is waited out: the question is
+   * the database's, and the answer will be there when it is back, for this same run.
+   */
+  private async awaitAnswer(taskId: string, askedId: string, signal: AbortSignal, log: Logger): Promise<string> {
     const { client } = this.deps;
     this.deps.waiting(taskId, true);
+    let away = false;
     try {
       while (!signal.aborted) {
-        const [answer] = await client.messages({ taskId, kind: 'answer', limit: 1 });
-        if (answer && answer.reply_to_id === askedId) {
-          const body = answer.body as { text?: unknown };
-          return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
+        try {
+          const [answer] = await client.messages({ taskId, kind: 'answer', limit: 1 });
+          if (away) log.info('the API is back; still waiting for the answer');
+          away = false;
+          if (answer && answer.reply_to_id === askedId) {
+            const body = answer.body as { text?: unknown };
+            return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
+          }
+        } catch (err) {
+          if (!isRetryable(err)) throw err;
+          if (!away) log.warn({ err }, 'the API is away while the task waits for an answer; waiting on');
+          away = true;
         }
         await sleep(agentDefaults.askPollSeconds * 1000, undefined, { signal }).catch(() => undefined);
       }
