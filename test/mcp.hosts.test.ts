@@ -99,7 +99,9 @@ function machine(host: string) {
   const bin = path.join(home, '.bin');
   fs.mkdirSync(bin, { recursive: true });
   // Baton as installed; what `baton mcp` logs (the host it met) is kept, as the host may not show it.
-  fs.writeFileSync(path.join(bin, 'baton'), `#!/bin/sh\nLOG_LEVEL=info exec ${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath)} "$@" 2>>${JSON.stringify(path.join(home, 'baton.log'))}\n`, { mode: 0o755 });
+  // Its server slow to start, as on a busy machine (where a host that did not wait for it once began
+  // without Baton's tools): the page's commands make each host wait.
+  fs.writeFileSync(path.join(bin, 'baton'), `#!/bin/sh\n[ "$1" = mcp ] && sleep 3\nLOG_LEVEL=info exec ${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath)} "$@" 2>>${JSON.stringify(path.join(home, 'baton.log'))}\n`, { mode: 0o755 });
   for (const cli of ['claude', 'codex', 'gemini'] as const) fs.symlinkSync(paths[cli], path.join(bin, cli));
   // On the PATH of login shells too (Codex runs its commands in one, and Debian's /etc/profile sets root's PATH anew).
   fs.writeFileSync(path.join(home, '.profile'), `export PATH="${bin}:$PATH"\n`);
@@ -136,6 +138,7 @@ describe('docs/mcp.md: baton mcp in the coding agents', () => {
     expect(blocks.slice(5).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
     expect(blocks[0]).toMatch(/--write-env ~\/\.baton\/lead\.env/);
     expect(blocks.slice(1, 4).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
+    expect(blocks[1]).toMatch(/^MCP_CONNECTION_NONBLOCKING=false claude -p /m);
   });
 
   it.each([['claude', 1], ['codex', 2], ['gemini', 3]] as const)('%s hands work on through baton mcp, waits for it, and reads the result', async (host, index) => {
