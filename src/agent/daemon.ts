@@ -128,6 +128,7 @@ export class BatonAgent {
         if (waiting) this.bell.ring('slot');
       },
       executorAway: (away, why) => this.executorAway(away, why),
+      outage: this.outage,
     });
   }
 

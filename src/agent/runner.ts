@@ -15,6 +15,7 @@ import {
 } from './executors.js';
 import { agentApiKey } from '../client/connection.js';
 import { agentDefaults, type AgentOptions } from './options.js';
+import type { OutageLog } from './outage.js';
 import type { OutcomeBatcher } from './outcomes.js';
 import { childSpan, markOutcome, processSpan, traceEnv } from '../telemetry/task-spans.js';
 import { outcomeOf, type DaemonMetrics } from '../telemetry/metrics.js';
@@ -49,6 +50,8 @@ export interface RunnerDeps {
   waiting(taskId: string, waiting: boolean): void;
   /** What does the work could not be reached (an UnavailableError, `why`), or a run got through to it. */
   executorAway(away: boolean, why?: string): void;
+  /** The daemon's one account of an API that is away: a line when it goes, a line when it is back. */
+  outage: Pick<OutageLog, 'failed' | 'ok'>;
 }
 
 export class TaskRunner {
@@ -254,7 +257,7 @@ export class TaskRunner {
     if (!asked) throw new Error(`the question on task ${task.id} was asked but cannot be read back`);
     log.info({ question }, 'asked the sender; waiting for input');
     handedOver.add(asked.id);
-    return this.awaitAnswer(task.id, asked.id, signal, log);
+    return this.awaitAnswer(task.id, asked.id, signal);
   }
 
   /**
@@ -269,7 +272,7 @@ export class TaskRunner {
     if (!asked || handedOver.has(asked.id) || Date.parse(asked.created_at) < runStarted) return undefined;
     handedOver.add(asked.id);
     log.info('the task has a question of this run; handing its answer over');
-    return this.awaitAnswer(task.id, asked.id, signal, log);
+    return this.awaitAnswer(task.id, asked.id, signal);
   }
 
   /**
@@ -277,24 +280,21 @@ export class TaskRunner {
    * database away while it waits (a restart, an upgrade, a cut network) is waited out: the question is
    * the database's, and the answer will be there when it is back, for this same run.
    */
-  private async awaitAnswer(taskId: string, askedId: string, signal: AbortSignal, log: Logger): Promise<string> {
-    const { client } = this.deps;
+  private async awaitAnswer(taskId: string, askedId: string, signal: AbortSignal): Promise<string> {
+    const { client, outage } = this.deps;
     this.deps.waiting(taskId, true);
-    let away = false;
     try {
       while (!signal.aborted) {
-        try {
-          const [answer] = await client.messages({ taskId, kind: 'answer', limit: 1 });
-          if (away) log.info('the API is back; still waiting for the answer');
-          away = false;
-          if (answer && answer.reply_to_id === askedId) {
-            const body = answer.body as { text?: unknown };
-            return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
-          }
-        } catch (err) {
+        const answer = await client.messages({ taskId, kind: 'answer', limit: 1 }).then(([a]) => {
+          outage.ok();
+          return a;
+        }, (err: unknown) => {
           if (!isRetryable(err)) throw err;
-          if (!away) log.warn({ err }, 'the API is away while the task waits for an answer; waiting on');
-          away = true;
+          outage.failed(err, 'could not look for an answer');
+        });
+        if (answer && answer.reply_to_id === askedId) {
+          const body = answer.body as { text?: unknown };
+          return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
         }
         await sleep(agentDefaults.askPollSeconds * 1000, undefined, { signal }).catch(() => undefined);
       }
