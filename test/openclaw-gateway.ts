@@ -34,6 +34,8 @@ interface ChatMessage { role: string; content?: unknown; tool_calls?: unknown[] 
 const contentText = (content: unknown): string => (typeof content === 'string' ? content
   : Array.isArray(content) ? content.map((c) => (typeof c === 'object' && c && 'text' in c ? String((c as { text: unknown }).text) : '')).join('') : '');
 
+const queued = /^\[[^\]]*\] \[Queued user message from a previous active turn[^\]]*\]\n/;
+
 /** The turn as the script sees it: the inbound text is the user message between the sender block and "Runtime:". */
 function turnOf(body: { model: string; messages: ChatMessage[] }): Turn {
   const { messages } = body;
@@ -41,10 +43,13 @@ function turnOf(body: { model: string; messages: ChatMessage[] }): Turn {
   for (let i = messages.length - 1; i >= 0; i--) {
     const text = contentText(messages[i]!.content);
     // The inbound message itself, not the internal context OpenClaw adds after it (which quotes it).
-    if (messages[i]!.role === 'user' && text.includes('Conversation info') && !text.includes('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>')) { at = i; break; }
+    // When OpenClaw retries a turn its provider refused (a 429), it sends the message again marked as
+    // queued from the turn before, without its sender block.
+    if (messages[i]!.role === 'user' && (text.includes('Conversation info') || queued.test(text)) && !text.includes('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>')) { at = i; break; }
   }
   const raw = at >= 0 ? contentText(messages[at]!.content) : '';
-  const inbound = raw.replace(/^[\s\S]*?```json[\s\S]*?```\s*/, '').replace(/\n+Runtime: [\s\S]*$/, '').trim();
+  const inbound = (queued.test(raw) ? raw.replace(queued, '') : raw.replace(/^[\s\S]*?```json[\s\S]*?```\s*/, ''))
+    .replace(/\n+Runtime: [\s\S]*$/, '').trim();
   const toolResults = messages.slice(at + 1).filter((m) => m.role === 'tool').map((m) => contentText(m.content));
   return { model: body.model, inbound, toolResults, system: contentText(messages.find((m) => m.role === 'system')?.content) };
 }
