@@ -246,7 +246,9 @@ describe('Baton between OpenClaw gateways', () => {
     const retried = requeued.filter((e) => /^retry after attempt \d+ of \d+: /.test(e.note ?? ''));
     const handedBack = requeued.filter((e) => /^handed back: could not reach the OpenClaw gateway at /.test(e.note ?? ''));
     expect(retried.length + handedBack.length, seen).toBe(requeued.length);
-    expect(retried[0]?.note, seen).toMatch(/the OpenClaw gateway at \S+ (did not answer for the task|no longer knows its run of the task)|lost the OpenClaw gateway/);
+    // (Under load, a run may first meet the restarted gateway still finding the crashed one's state lock:
+    // "another OpenClaw process owns state-lifecycle", a failed attempt like any other.)
+    expect(retried.map((e) => e.note).join('\n'), seen).toMatch(/the OpenClaw gateway at \S+ (did not answer for the task|no longer knows its run of the task)|lost the OpenClaw gateway/);
     expect(done.attempts, seen).toBe(retried.length + 1);
     expect(events.filter((e) => e.from_status === 'pending').every((e) => e.actor === bob.id), seen).toBe(true);
     // B's agent worked on it in the run the crash took and in the one that did it (a run the gateway failed
