@@ -6,7 +6,33 @@ export type Database = {
   
   "public": {
           Tables: {
-            "agent_messages": {
+            "agent_daily_spend": {
+                  Row: {
+                    "agent_id": string,"day": string,"tokens": number,"usd": number
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "agent_id": string,"day": string,"tokens"?: number,"usd"?: number
+                  }
+                  Update: {
+                    "agent_id"?: string,"day"?: string,"tokens"?: number,"usd"?: number
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "agent_daily_spend_agent_id_fkey"
+      columns: ["agent_id"]
+isOneToOne: false
+      referencedRelation: "agent_presence"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "agent_daily_spend_agent_id_fkey"
+      columns: ["agent_id"]
+isOneToOne: false
+      referencedRelation: "agents"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"agent_messages": {
                   Row: {
                     "body": NonNullable<Json>,"created_at": string,"from_agent": string,"id": string,"kind": Database["public"]['Enums']["message_kind"],"read_at": string | null,"reply_to_id": string | null,"task_id": string | null,"to_agent": string | null
                   }
@@ -134,14 +160,14 @@ isOneToOne: false
                   ]
                 },"agents": {
                   Row: {
-                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"display_name": string | null,"id": string,"incarnation": string | null,"incarnation_started_at": string | null,"is_active": boolean,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"status_message": string | null,"updated_at": string
+                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"daily_token_cap": number | null,"daily_usd_cap": number | null,"display_name": string | null,"id": string,"incarnation": string | null,"incarnation_started_at": string | null,"is_active": boolean,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"spend_capped_until": string | null,"status_message": string | null,"updated_at": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"display_name"?: string | null,"id": string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"status_message"?: string | null,"updated_at"?: string
+                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"daily_token_cap"?: number | null,"daily_usd_cap"?: number | null,"display_name"?: string | null,"id": string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"spend_capped_until"?: string | null,"status_message"?: string | null,"updated_at"?: string
                   }
                   Update: {
-                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"display_name"?: string | null,"id"?: string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"status_message"?: string | null,"updated_at"?: string
+                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"daily_token_cap"?: number | null,"daily_usd_cap"?: number | null,"display_name"?: string | null,"id"?: string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"spend_capped_until"?: string | null,"status_message"?: string | null,"updated_at"?: string
                   }
                   Relationships: [
                     
@@ -284,6 +310,56 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"task_budgets": {
+                  Row: {
+                    "created_at": string,"on_spent": string,"parent_budget": string | null,"set_by": string,"spent_at": string | null,"task_id": string,"tokens_limit": number | null,"tokens_spent": number,"updated_at": string,"usd_limit": number | null,"usd_spent": number
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"on_spent"?: string,"parent_budget"?: string | null,"set_by": string,"spent_at"?: string | null,"task_id": string,"tokens_limit"?: number | null,"tokens_spent"?: number,"updated_at"?: string,"usd_limit"?: number | null,"usd_spent"?: number
+                  }
+                  Update: {
+                    "created_at"?: string,"on_spent"?: string,"parent_budget"?: string | null,"set_by"?: string,"spent_at"?: string | null,"task_id"?: string,"tokens_limit"?: number | null,"tokens_spent"?: number,"updated_at"?: string,"usd_limit"?: number | null,"usd_spent"?: number
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "task_budgets_parent_budget_fkey"
+      columns: ["parent_budget"]
+isOneToOne: false
+      referencedRelation: "task_budgets"
+      referencedColumns: ["task_id"]
+    },{
+      foreignKeyName: "task_budgets_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: true
+      referencedRelation: "dead_letters"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_budgets_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: true
+      referencedRelation: "stuck_claims"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_budgets_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: true
+      referencedRelation: "task_handoffs"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_budgets_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: true
+      referencedRelation: "task_lineage"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "task_budgets_task_id_fkey"
+      columns: ["task_id"]
+isOneToOne: true
+      referencedRelation: "waiting_tasks"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"task_declines": {
                   Row: {
                     "agent_id": string,"declined_at": string,"reason": string,"task_id": string
@@ -386,14 +462,14 @@ isOneToOne: false
                   ]
                 },"task_handoffs": {
                   Row: {
-                    "attempts": number,"claim_incarnation": string | null,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"dependency_mode": string,"depends_on": (string)[],"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"on_dependency_failure": string,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"recurrence_slot": string | null,"recurring_id": string | null,"required_capabilities": (string)[],"result": Json | null,"retry_of": string | null,"root_task_id": string | null,"run_at": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"traceparent": string | null,"tracestate": string | null,"updated_at": string,"waiting_on": number
+                    "attempts": number,"budget_id": string | null,"claim_incarnation": string | null,"claim_lease": string | null,"claim_token": string | null,"claimed_at": string | null,"claimed_by": string | null,"completed_at": string | null,"created_at": string,"deadline": string | null,"dependency_mode": string,"depends_on": (string)[],"depth": number,"description": string | null,"expected_outputs": NonNullable<Json>,"from_agent": string,"id": string,"idempotency_key": string | null,"input_artifacts": NonNullable<Json>,"lease_expires_at": string | null,"lease_seconds": number | null,"max_attempts": number,"not_before": string | null,"on_dependency_failure": string,"parent_task_id": string | null,"payload": NonNullable<Json>,"priority": Database["public"]['Enums']["task_priority"],"problems": Json | null,"progress_at": string | null,"progress_message": string | null,"progress_percent": number | null,"recurrence_slot": string | null,"recurring_id": string | null,"required_capabilities": (string)[],"result": Json | null,"retry_of": string | null,"root_task_id": string | null,"run_at": string | null,"started_at": string | null,"status": Database["public"]['Enums']["task_status"],"status_reason": string | null,"title": string,"to_agent": string | null,"traceparent": string | null,"tracestate": string | null,"updated_at": string,"waiting_on": number
                   }
                   ComputedFields: never
                   Insert: {
-                    "attempts"?: number,"claim_incarnation"?: string | null,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
+                    "attempts"?: number,"budget_id"?: string | null,"claim_incarnation"?: string | null,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent": string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title": string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Update: {
-                    "attempts"?: number,"claim_incarnation"?: string | null,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
+                    "attempts"?: number,"budget_id"?: string | null,"claim_incarnation"?: string | null,"claim_lease"?: string | null,"claim_token"?: string | null,"claimed_at"?: string | null,"claimed_by"?: string | null,"completed_at"?: string | null,"created_at"?: string,"deadline"?: string | null,"dependency_mode"?: string,"depends_on"?: (string)[],"depth"?: number,"description"?: string | null,"expected_outputs"?: NonNullable<Json>,"from_agent"?: string,"id"?: string,"idempotency_key"?: string | null,"input_artifacts"?: NonNullable<Json>,"lease_expires_at"?: string | null,"lease_seconds"?: number | null,"max_attempts"?: number,"not_before"?: string | null,"on_dependency_failure"?: string,"parent_task_id"?: string | null,"payload"?: NonNullable<Json>,"priority"?: Database["public"]['Enums']["task_priority"],"problems"?: Json | null,"progress_at"?: string | null,"progress_message"?: string | null,"progress_percent"?: number | null,"recurrence_slot"?: string | null,"recurring_id"?: string | null,"required_capabilities"?: (string)[],"result"?: Json | null,"retry_of"?: string | null,"root_task_id"?: string | null,"run_at"?: string | null,"started_at"?: string | null,"status"?: Database["public"]['Enums']["task_status"],"status_reason"?: string | null,"title"?: string,"to_agent"?: string | null,"traceparent"?: string | null,"tracestate"?: string | null,"updated_at"?: string,"waiting_on"?: number
                   }
                   Relationships: [
                     {
@@ -877,6 +953,7 @@ isOneToOne: false
             "answer_question":
 { Args: { "p_answer": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -932,6 +1009,7 @@ isOneToOne: false
 "ask_question":
 { Args: { "p_question": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1009,6 +1087,7 @@ isOneToOne: false
 "cancel_task":
 { Args: { "p_reason"?: string,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1074,6 +1153,7 @@ isOneToOne: false
 "claim_next_tasks":
 { Args: { "p_capabilities"?: (string)[],"p_lease_seconds"?: number,"p_limit"?: number,"p_start"?: boolean }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1129,6 +1209,7 @@ isOneToOne: false
 "claim_task":
 { Args: { "p_lease_seconds"?: number,"p_start"?: boolean,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1184,6 +1265,7 @@ isOneToOne: false
 "complete_task":
 { Args: { "p_claim_token": string,"p_result"?: Json,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1239,6 +1321,7 @@ isOneToOne: false
 "decline_task":
 { Args: { "p_claim_token": string,"p_reason": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1294,6 +1377,7 @@ isOneToOne: false
 "fail_task":
 { Args: { "p_claim_token": string,"p_error": string,"p_problems"?: Json,"p_retry"?: boolean,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1350,8 +1434,9 @@ isOneToOne: false
 { Args: { "p_join"?: Json,"p_parent_task_id": string,"p_tasks": Json }; Returns: Json
                            },
 "handoff_task":
-{ Args: { "p_allow_offline"?: boolean,"p_deadline"?: string,"p_dependency_mode"?: string,"p_depends_on"?: (string)[],"p_description"?: string,"p_expected_outputs"?: Json,"p_idempotency_key"?: string,"p_input_artifacts"?: Json,"p_lease_seconds"?: number,"p_max_attempts"?: number,"p_on_dependency_failure"?: string,"p_parent_task_id"?: string,"p_payload"?: Json,"p_priority"?: Database["public"]['Enums']["task_priority"],"p_required_capabilities"?: (string)[],"p_run_at"?: string,"p_title": string,"p_to_agent"?: string }; Returns: {
+{ Args: { "p_allow_offline"?: boolean,"p_budget_tokens"?: number,"p_budget_usd"?: number,"p_deadline"?: string,"p_dependency_mode"?: string,"p_depends_on"?: (string)[],"p_description"?: string,"p_expected_outputs"?: Json,"p_idempotency_key"?: string,"p_input_artifacts"?: Json,"p_lease_seconds"?: number,"p_max_attempts"?: number,"p_on_budget_spent"?: string,"p_on_dependency_failure"?: string,"p_parent_task_id"?: string,"p_payload"?: Json,"p_priority"?: Database["public"]['Enums']["task_priority"],"p_required_capabilities"?: (string)[],"p_run_at"?: string,"p_title": string,"p_to_agent"?: string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1415,6 +1500,7 @@ isOneToOne: false
 "my_tasks":
 { Args: { "p_limit"?: number,"p_statuses"?: (Database["public"]['Enums']["task_status"])[] }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1470,6 +1556,7 @@ isOneToOne: false
 "reassign_task":
 { Args: { "p_reason"?: string,"p_task_id": string,"p_to_agent": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1554,6 +1641,7 @@ isOneToOne: false
 "reject_task":
 { Args: { "p_reason": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1609,6 +1697,7 @@ isOneToOne: false
 "release_task":
 { Args: { "p_claim_token": string,"p_reason"?: string,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1672,6 +1761,7 @@ isOneToOne: false
 "report_progress":
 { Args: { "p_message": string,"p_percent"?: number,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1727,6 +1817,7 @@ isOneToOne: false
 "retry_task":
 { Args: { "p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1787,6 +1878,8 @@ isOneToOne: false
               "capabilities": (string)[],
 "comms_endpoint": string | null,
 "created_at": string,
+"daily_token_cap": number | null,
+"daily_usd_cap": number | null,
 "display_name": string | null,
 "id": string,
 "incarnation": string | null,
@@ -1796,6 +1889,7 @@ isOneToOne: false
 "max_concurrent": number,
 "poll_interval": string | null,
 "skills_offered": NonNullable<Json>,
+"spend_capped_until": string | null,
 "status_message": string | null,
 "updated_at": string
             }
@@ -1805,9 +1899,35 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"set_budget":
+{ Args: { "p_on_spent"?: string,"p_task_id": string,"p_tokens"?: number,"p_usd"?: number }; Returns: {
+              "created_at": string,
+"on_spent": string,
+"parent_budget": string | null,
+"set_by": string,
+"spent_at": string | null,
+"task_id": string,
+"tokens_limit": number | null,
+"tokens_spent": number,
+"updated_at": string,
+"usd_limit": number | null,
+"usd_spent": number
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "task_budgets"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"spend_report":
+{ Args: { "p_agent_id"?: string,"p_since"?: string,"p_task_id"?: string }; Returns: {
+              "agent_id": string,"cached_tokens": number,"cost_usd": number,"day": string,"input_tokens": number,"model": string,"output_tokens": number,"runs": number
+            }[]
+                           },
 "start_task":
 { Args: { "p_claim_token": string,"p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1866,6 +1986,7 @@ isOneToOne: false
 "task_ancestors":
 { Args: { "p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,
@@ -1918,6 +2039,9 @@ isOneToOne: false
         isOneToOne: false
         isSetofReturn: true
       } },
+"task_budget":
+{ Args: { "p_task_id": string }; Returns: Json
+                           },
 "task_chain":
 { Args: { "p_task_id": string }; Returns: {
               "attempts": number,
@@ -1953,6 +2077,7 @@ isOneToOne: false
 "task_dependencies":
 { Args: { "p_task_id": string }; Returns: {
               "attempts": number,
+"budget_id": string | null,
 "claim_incarnation": string | null,
 "claim_lease": string | null,
 "claim_token": string | null,

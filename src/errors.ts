@@ -70,6 +70,10 @@ export class BackoffError extends BatonError {}
 export class DependencyError extends BatonError {}
 /** A later process started as the same agent and took over its claims; this one should stop. */
 export class SupersededError extends BatonError {}
+/** The budget over a task's chain is spent (nothing under it is claimed or started), or a budget asked for is more than is left above it. */
+export class BudgetError extends BatonError {}
+/** The agent reached its daily cap of spend: it takes no work until the next UTC midnight. */
+export class SpendCapError extends BatonError {}
 /** A task id prefix matches more than one task. */
 export class AmbiguousIdError extends BatonError {}
 /**
@@ -111,6 +115,8 @@ export const batonErrorCodes = {
   BT014: BackoffError,
   BT015: DependencyError,
   BT016: SupersededError,
+  BT017: BudgetError,
+  BT018: SpendCapError,
 } satisfies Record<string, ErrorClass>;
 
 /** Codes from Postgres and PostgREST that reach Baton's callers. */

@@ -78,13 +78,18 @@ export const Agent = z.object({
   /** The process running as this agent now (a daemon's, since it began: begin_incarnation). */
   incarnation: z.uuid().nullable(),
   incarnation_started_at: timestamp.nullable(),
+  /** Daily caps of spend (UTC day), set by an operator; null: none. Reached, the agent claims nothing until spend_capped_until. */
+  daily_token_cap: z.number().nullable(),
+  daily_usd_cap: z.union([z.number(), z.string()]).transform(Number).nullable(),
+  spend_capped_until: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
 });
 export type Agent = z.infer<typeof Agent>;
 
 /** An agent as discovery sees it: online means running and heard from within the offline window. */
-export const AgentPresence = Agent.extend({ is_online: z.boolean() });
+// The presence view shows who is there, not what an operator capped.
+export const AgentPresence = Agent.omit({ daily_token_cap: true, daily_usd_cap: true, spend_capped_until: true }).extend({ is_online: z.boolean() });
 export type AgentPresence = z.infer<typeof AgentPresence>;
 
 export const Task = z.object({
@@ -137,6 +142,8 @@ export const Task = z.object({
   run_at: timestamp.nullable(),
   /** The failed task this one retries. */
   retry_of: z.uuid().nullable(),
+  /** The nearest budget over the task (task_budgets): its own, its parent's, or the retried task's; null: none. */
+  budget_id: z.uuid().nullable(),
   recurring_id: z.uuid().nullable(),
   recurrence_slot: timestamp.nullable(),
   /** The W3C trace context it was handed off in (tracing only). */
@@ -201,8 +208,22 @@ export const HandoffInput = z.object({
   onDependencyFailure: z.enum(['cancel', 'run']).optional(),
   /** Not claimable before this time. */
   runAt: z.union([z.date(), z.iso.datetime({ offset: true })]).optional(),
+  /** What this task and everything under it may spend; never more than is left above it. */
+  budget: z.lazy(() => BudgetInput).optional(),
 });
 export type HandoffInput = z.input<typeof HandoffInput>;
+
+/**
+ * A budget: tokens (every token a model read or wrote: input, cached input and output), money (USD), or
+ * both; and what the work left does once it is spent: `ask` (held, and the sender asked to raise it) or
+ * `fail` (failed, BT017).
+ */
+export const BudgetInput = z.object({
+  tokens: z.number().int().positive().optional(),
+  usd: z.number().positive().optional(),
+  onSpent: z.enum(['ask', 'fail']).optional(),
+});
+export type BudgetInput = z.input<typeof BudgetInput>;
 
 /** The join of a fan-out: how the sub-tasks' results come together. */
 export const FanOutJoin = z.object({
@@ -446,3 +467,41 @@ export const ChainUsage = z.object({
   cost_usd: count.nullable(),
 });
 export type ChainUsage = z.infer<typeof ChainUsage>;
+
+/** One budget (task_budgets), with what is left of it. */
+export const Budget = z.object({
+  task_id: z.uuid(),
+  parent_budget: z.uuid().nullable(),
+  set_by: z.string(),
+  tokens_limit: count.nullable(),
+  usd_limit: count.nullable(),
+  on_spent: z.enum(['ask', 'fail']),
+  tokens_spent: count,
+  usd_spent: count,
+  spent_at: timestamp.nullable(),
+  tokens_left: count.nullable().optional(),
+  usd_left: count.nullable().optional(),
+});
+export type Budget = z.infer<typeof Budget>;
+
+/** The budgets over a task, nearest first, and the least left of them (task_budget). */
+export const TaskBudget = z.object({
+  budgets: z.array(Budget),
+  tokens_left: count.nullable(),
+  usd_left: count.nullable(),
+  spent: z.boolean(),
+});
+export type TaskBudget = z.infer<typeof TaskBudget>;
+
+/** What was spent on one UTC day by one agent on one model (spend_report). */
+export const SpendRow = z.object({
+  day: z.string(),
+  agent_id: z.string(),
+  model: z.string(),
+  runs: z.number().int(),
+  input_tokens: count,
+  output_tokens: count,
+  cached_tokens: count,
+  cost_usd: count.nullable(),
+});
+export type SpendRow = z.infer<typeof SpendRow>;

@@ -16,6 +16,14 @@ create table baton_private.pending_beats (
   agent_id text not null
 );
 
+create table public.agent_daily_spend (
+  agent_id text not null,
+  day date not null,
+  tokens bigint not null default 0,
+  usd numeric(14,6) not null default 0
+);
+alter table public.agent_daily_spend enable row level security;
+
 create table public.agent_messages (
   id uuid not null default gen_random_uuid(),
   from_agent text not null default baton_private.current_agent_id(),
@@ -63,7 +71,10 @@ create table public.agents (
   updated_at timestamp with time zone not null default now(),
   poll_interval interval,
   incarnation uuid,
-  incarnation_started_at timestamp with time zone
+  incarnation_started_at timestamp with time zone,
+  daily_token_cap bigint,
+  daily_usd_cap numeric(14,6),
+  spend_capped_until timestamp with time zone
 );
 alter table public.agents enable row level security;
 
@@ -115,6 +126,21 @@ create table public.task_artifacts (
   created_at timestamp with time zone not null default now()
 );
 alter table public.task_artifacts enable row level security;
+
+create table public.task_budgets (
+  task_id uuid not null,
+  parent_budget uuid,
+  set_by text not null,
+  tokens_limit bigint,
+  usd_limit numeric(14,6),
+  on_spent text not null default 'ask'::text,
+  tokens_spent bigint not null default 0,
+  usd_spent numeric(14,6) not null default 0,
+  spent_at timestamp with time zone,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now()
+);
+alter table public.task_budgets enable row level security;
 
 create table public.task_declines (
   task_id uuid not null,
@@ -181,7 +207,8 @@ create table public.task_handoffs (
   recurrence_slot timestamp with time zone,
   traceparent text,
   tracestate text,
-  claim_incarnation uuid
+  claim_incarnation uuid,
+  budget_id uuid
 );
 alter table public.task_handoffs enable row level security;
 
@@ -215,6 +242,10 @@ alter table public.task_status_transitions enable row level security;
 
 alter table baton_private.pending_beats add constraint note_at_commit TRIGGER DEFERRABLE INITIALLY DEFERRED;
 
+alter table public.agent_daily_spend add constraint agent_daily_spend_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE;
+
+alter table public.agent_daily_spend add constraint agent_daily_spend_pkey PRIMARY KEY (agent_id, day);
+
 alter table public.agent_messages add constraint agent_messages_from_agent_fkey FOREIGN KEY (from_agent) REFERENCES public.agents(id);
 
 alter table public.agent_messages add constraint agent_messages_pkey PRIMARY KEY (id);
@@ -232,6 +263,8 @@ alter table public.agent_tokens add constraint agent_tokens_pkey PRIMARY KEY (id
 alter table public.agent_usage add constraint agent_usage_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE;
 
 alter table public.agent_usage add constraint agent_usage_pkey PRIMARY KEY (agent_id, slot);
+
+alter table public.agents add constraint agents_daily_caps_positive CHECK ((((daily_token_cap IS NULL) OR (daily_token_cap > 0)) AND ((daily_usd_cap IS NULL) OR (daily_usd_cap > (0)::numeric))));
 
 alter table public.agents add constraint agents_pkey PRIMARY KEY (id);
 
@@ -288,6 +321,18 @@ alter table public.task_artifacts add constraint task_artifacts_pkey PRIMARY KEY
 alter table public.task_artifacts add constraint task_artifacts_producer_fkey FOREIGN KEY (producer) REFERENCES public.agents(id);
 
 alter table public.task_artifacts add constraint task_artifacts_task_id_fkey FOREIGN KEY (task_id) REFERENCES public.task_handoffs(id) ON DELETE CASCADE;
+
+alter table public.task_budgets add constraint task_budgets_has_a_limit CHECK (((tokens_limit IS NOT NULL) OR (usd_limit IS NOT NULL)));
+
+alter table public.task_budgets add constraint task_budgets_limits_positive CHECK ((((tokens_limit IS NULL) OR (tokens_limit > 0)) AND ((usd_limit IS NULL) OR (usd_limit > (0)::numeric))));
+
+alter table public.task_budgets add constraint task_budgets_on_spent CHECK ((on_spent = ANY (ARRAY['ask'::text, 'fail'::text])));
+
+alter table public.task_budgets add constraint task_budgets_parent_budget_fkey FOREIGN KEY (parent_budget) REFERENCES public.task_budgets(task_id) ON DELETE SET NULL;
+
+alter table public.task_budgets add constraint task_budgets_pkey PRIMARY KEY (task_id);
+
+alter table public.task_budgets add constraint task_budgets_task_id_fkey FOREIGN KEY (task_id) REFERENCES public.task_handoffs(id) ON DELETE CASCADE;
 
 alter table public.task_declines add constraint task_declines_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE;
 
@@ -367,9 +412,13 @@ CREATE INDEX recurring_handoffs_to_agent_idx ON public.recurring_handoffs USING 
 
 CREATE INDEX task_artifacts_producer_idx ON public.task_artifacts USING btree (producer);
 
+CREATE INDEX task_budgets_parent_idx ON public.task_budgets USING btree (parent_budget) WHERE (parent_budget IS NOT NULL);
+
 CREATE INDEX task_declines_agent_idx ON public.task_declines USING btree (agent_id);
 
 CREATE INDEX task_events_task_idx ON public.task_events USING btree (task_id, at);
+
+CREATE INDEX task_handoffs_budget_idx ON public.task_handoffs USING btree (budget_id) WHERE (budget_id IS NOT NULL);
 
 CREATE INDEX task_handoffs_claimable_capability_idx ON public.task_handoffs USING btree (COALESCE(required_capabilities[1], ''::text), priority DESC, created_at) WHERE ((status = 'pending'::public.task_status) AND (to_agent IS NULL));
 
@@ -781,6 +830,7 @@ begin
     -- tables
     'agents', 'agent_tokens', 'agent_messages', 'agent_usage', 'baton_settings', 'recurring_handoffs',
     'task_handoffs', 'task_events', 'task_artifacts', 'task_declines', 'task_status_transitions', 'task_runs',
+    'task_budgets', 'agent_daily_spend',
     -- views
     'agent_presence', 'task_lineage', 'dead_letters', 'waiting_tasks', 'stuck_claims', 'task_queue', 'task_counts',
     'task_throughput'];
@@ -842,6 +892,62 @@ begin
   return jsonb_build_object('incarnation', fresh,
                             'claimable_at', case when cardinality(ids) > 0 then claimable_at end) || handed_back;
 end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.budget_ran_out(b public.task_budgets, agent text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  owner public.task_handoffs;
+  why text := baton_private.budget_refusal(b);
+  held integer;
+begin
+  select * into owner from public.task_handoffs where id = b.task_id;
+  with recursive under (id) as (
+    select b.task_id
+    union
+    select x.task_id from under join public.task_budgets x on x.parent_budget = under.id
+  )
+  update public.task_handoffs x
+  set status = case when b.on_spent = 'fail' then 'failed'::public.task_status else x.status end,
+      not_before = case when b.on_spent = 'fail' then x.not_before else 'infinity' end,
+      status_reason = case when b.on_spent = 'fail' then 'BT017: ' else 'held: ' end || why
+  from under
+  where x.budget_id = under.id and x.status = 'pending';
+  get diagnostics held = row_count;
+  if b.on_spent = 'ask' then
+    insert into public.agent_messages (from_agent, to_agent, task_id, kind, body)
+    values (agent, owner.from_agent, owner.id, 'question', jsonb_build_object(
+      'text', pg_catalog.format('The chain of task %s spent %s: raise its budget (baton budget %s --tokens N or --usd N) or cancel it. %s task(s) wait.',
+                                owner.id, baton_private.budget_text(b), owner.id, held),
+      'budget', jsonb_build_object('task_id', b.task_id, 'tokens_limit', b.tokens_limit, 'tokens_spent', b.tokens_spent,
+                                   'usd_limit', b.usd_limit, 'usd_spent', b.usd_spent, 'waiting', held)));
+  end if;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.budget_refusal(b public.task_budgets)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$ select pg_catalog.format('the budget on task %s is spent (%s)', b.task_id, baton_private.budget_text(b)) $function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.budget_text(b public.task_budgets)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select pg_catalog.concat_ws(' and ',
+    case when b.tokens_limit is not null then pg_catalog.format('%s of %s tokens', b.tokens_spent, b.tokens_limit) end,
+    case when b.usd_limit is not null then pg_catalog.format('$%s of $%s', pg_catalog.round(b.usd_spent, 4), pg_catalog.round(b.usd_limit, 4)) end)
 $function$
 ;
 
@@ -1384,6 +1490,10 @@ begin
     raise exception 'task % waits for % of the tasks it depends on', t.id, t.waiting_on
       using errcode = 'BT015', hint = format('It becomes claimable when they complete: %s.', array_to_string(t.depends_on, ', '));
   end if;
+  -- Held by a spent budget: say so, not that it backs off.
+  if t.budget_id is not null and t.not_before = 'infinity' and t.waiting_on = 0 then
+    perform baton_private.refuse_for_budget(t.id, baton_private.spent_budget(t.budget_id));
+  end if;
   if t.not_before > now() then
     if t.attempts = 0 and t.run_at is not null then
       raise exception 'task % is scheduled for %', t.id, t.not_before
@@ -1393,6 +1503,10 @@ begin
     raise exception 'task % is backing off after a failure until %', t.id, t.not_before
       using errcode = 'BT014',
             hint = format('Claim it again in %s s.', greatest(ceil(extract(epoch from t.not_before - now())), 1));
+  end if;
+  if free < 1 and exists (select from public.agents a where a.id = me and a.spend_capped_until > now()) then
+    raise exception 'agent "%" reached its daily cap of spend', me
+      using errcode = 'BT018', hint = 'It takes work again at the next UTC midnight; an operator can raise agents.daily_token_cap or daily_usd_cap.';
   end if;
   if free < 1 then
     raise exception 'agent "%" already holds as many tasks as its max_concurrent allows', me
@@ -1813,9 +1927,14 @@ CREATE OR REPLACE FUNCTION baton_private.free_capacity(agent text)
 AS $function$
 declare
   cap integer;
+  capped timestamptz;
   working integer;
 begin
-  select a.max_concurrent into cap from public.agents a where a.id = agent for no key update;
+  select a.max_concurrent, a.spend_capped_until into cap, capped from public.agents a where a.id = agent for no key update;
+  -- An agent that reached a daily cap of spend takes no more work that day.
+  if capped > now() then
+    return 0;
+  end if;
   -- At most `cap` of the agent's tasks, read through its held index (a pending task has no holder,
   -- task_handoffs_holder_matches_status, so the held ones are these two statuses and input_required).
   select count(*) into working from (
@@ -1824,6 +1943,83 @@ begin
     order by t.priority desc, t.created_at
     limit cap) h;
   return greatest(cap - working, 0);
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.give_budget(t public.task_handoffs, p_tokens bigint, p_usd numeric, p_on_spent text, agent text)
+ RETURNS public.task_budgets
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  above uuid := case when t.budget_id = t.id then (select b.parent_budget from public.task_budgets b where b.task_id = t.id) else t.budget_id end;
+  mine public.task_budgets;
+  left_tokens bigint;
+  left_usd numeric;
+  held uuid[];
+begin
+  if p_tokens is null and p_usd is null then
+    raise exception 'a budget needs tokens, money or both' using errcode = 'BT005',
+      hint = 'Give --budget-tokens N, --budget-usd N, or both.';
+  end if;
+  if p_tokens <= 0 or p_usd <= 0 then
+    raise exception 'a budget must be more than nothing (got % tokens, $%)', p_tokens, p_usd using errcode = 'BT005',
+      hint = 'Give a positive number of tokens or dollars.';
+  end if;
+  if coalesce(p_on_spent, 'ask') not in ('ask', 'fail') then
+    raise exception 'when a budget is spent the work left can ask or fail, not %', p_on_spent using errcode = 'BT005',
+      hint = 'ask holds it and asks the sender to raise the budget; fail fails it (BT017).';
+  end if;
+  select * into mine from public.task_budgets where task_id = t.id for update;
+  -- What is left above: the least over every budget from the one above up.
+  with recursive up (id, n) as (
+    select above, 0 where above is not null
+    union all
+    select b.parent_budget, up.n + 1 from up join public.task_budgets b on b.task_id = up.id where b.parent_budget is not null and up.n < 100
+  )
+  select pg_catalog.min(b.tokens_limit - b.tokens_spent), pg_catalog.min(b.usd_limit - b.usd_spent)
+  into left_tokens, left_usd
+  from up join public.task_budgets b on b.task_id = up.id;
+  if p_tokens - coalesce(mine.tokens_spent, 0) > left_tokens then
+    raise exception 'task % asks for % more tokens, but its chain has % left', t.id, p_tokens - coalesce(mine.tokens_spent, 0), greatest(left_tokens, 0)
+      using errcode = 'BT017', hint = 'Ask for at most what is left (baton show <parent> says), or have the budget above raised first.';
+  end if;
+  if p_usd - coalesce(mine.usd_spent, 0) > left_usd then
+    raise exception 'task % asks for $% more, but its chain has $% left', t.id, p_usd - coalesce(mine.usd_spent, 0), greatest(left_usd, 0)
+      using errcode = 'BT017', hint = 'Ask for at most what is left (baton show <parent> says), or have the budget above raised first.';
+  end if;
+  insert into public.task_budgets as b (task_id, parent_budget, set_by, tokens_limit, usd_limit, on_spent)
+  values (t.id, above, agent, p_tokens, p_usd, coalesce(p_on_spent, 'ask'))
+  on conflict (task_id) do update set
+    tokens_limit = excluded.tokens_limit, usd_limit = excluded.usd_limit,
+    on_spent = coalesce(p_on_spent, b.on_spent), set_by = excluded.set_by, updated_at = pg_catalog.now(),
+    spent_at = case when (excluded.tokens_limit is not null and b.tokens_spent >= excluded.tokens_limit)
+                      or (excluded.usd_limit is not null and b.usd_spent >= excluded.usd_limit) then coalesce(b.spent_at, pg_catalog.now()) end
+  returning * into mine;
+  if t.budget_id is distinct from t.id then
+    -- The task and every task under it that named the budget above now name this one.
+    with recursive below (id) as (
+      select t.id
+      union
+      select x.id from below join public.task_handoffs x on x.parent_task_id = below.id
+    )
+    update public.task_handoffs x set budget_id = t.id
+    from below where x.id = below.id and x.budget_id is not distinct from t.budget_id;
+  end if;
+  -- Raised: what waited under it goes on, unless a budget above is spent too.
+  if mine.spent_at is null and baton_private.spent_budget(t.id) is null then
+    with recursive under (id) as (
+      select t.id
+      union
+      select b.task_id from under join public.task_budgets b on b.parent_budget = under.id
+    )
+    update public.task_handoffs x set not_before = case when x.run_at > pg_catalog.now() then x.run_at end, status_reason = null
+    from under
+    where x.budget_id = under.id and x.status = 'pending' and x.not_before = 'infinity' and x.waiting_on = 0;
+  end if;
+  return mine;
 end
 $function$
 ;
@@ -1890,11 +2086,14 @@ AS $function$
     p_depends_on => coalesce(array(select jsonb_array_elements_text(item -> 'depends_on'))::uuid[], '{}'),
     p_dependency_mode => coalesce(item ->> 'dependency_mode', 'all'),
     p_on_dependency_failure => coalesce(item ->> 'on_dependency_failure', 'cancel'),
-    p_run_at => (item ->> 'run_at')::timestamptz)
+    p_run_at => (item ->> 'run_at')::timestamptz,
+    p_budget_tokens => (item ->> 'budget_tokens')::bigint,
+    p_budget_usd => (item ->> 'budget_usd')::numeric,
+    p_on_budget_spent => item ->> 'on_budget_spent')
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton_private.handoff_task(p_title text, p_to_agent text DEFAULT NULL::text, p_description text DEFAULT NULL::text, p_priority public.task_priority DEFAULT 'medium'::public.task_priority, p_payload jsonb DEFAULT '{}'::jsonb, p_required_capabilities text[] DEFAULT '{}'::text[], p_deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 3, p_parent_task_id uuid DEFAULT NULL::uuid, p_idempotency_key text DEFAULT NULL::text, p_allow_offline boolean DEFAULT true, p_lease_seconds integer DEFAULT NULL::integer, p_expected_outputs jsonb DEFAULT '[]'::jsonb, p_input_artifacts jsonb DEFAULT '[]'::jsonb, p_depends_on uuid[] DEFAULT '{}'::uuid[], p_dependency_mode text DEFAULT 'all'::text, p_on_dependency_failure text DEFAULT 'cancel'::text, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+CREATE OR REPLACE FUNCTION baton_private.handoff_task(p_title text, p_to_agent text DEFAULT NULL::text, p_description text DEFAULT NULL::text, p_priority public.task_priority DEFAULT 'medium'::public.task_priority, p_payload jsonb DEFAULT '{}'::jsonb, p_required_capabilities text[] DEFAULT '{}'::text[], p_deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 3, p_parent_task_id uuid DEFAULT NULL::uuid, p_idempotency_key text DEFAULT NULL::text, p_allow_offline boolean DEFAULT true, p_lease_seconds integer DEFAULT NULL::integer, p_expected_outputs jsonb DEFAULT '[]'::jsonb, p_input_artifacts jsonb DEFAULT '[]'::jsonb, p_depends_on uuid[] DEFAULT '{}'::uuid[], p_dependency_mode text DEFAULT 'all'::text, p_on_dependency_failure text DEFAULT 'cancel'::text, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_budget_tokens bigint DEFAULT NULL::bigint, p_budget_usd numeric DEFAULT NULL::numeric, p_on_budget_spent text DEFAULT NULL::text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1953,6 +2152,9 @@ begin
   if t.id is null then
     -- A concurrent hand-off with the same key won; return its task.
     select * into t from public.task_handoffs where from_agent = me and idempotency_key = p_idempotency_key;
+  elsif p_budget_tokens is not null or p_budget_usd is not null or p_on_budget_spent is not null then
+    perform baton_private.give_budget(t, p_budget_tokens, p_budget_usd, p_on_budget_spent, me);
+    select * into t from public.task_handoffs where id = t.id;
   end if;
   return t;
 end
@@ -1997,7 +2199,8 @@ begin
         select gen_random_uuid() as id, (a.n - 1)::integer as n, a.item
         from jsonb_array_elements(p_tasks) with ordinality as a (item, n)
         where jsonb_typeof(a.item) = 'object'
-          and coalesce(a.item ->> 'parent_task_id', a.item ->> 'idempotency_key', a.item ->> 'run_at') is null
+          and coalesce(a.item ->> 'parent_task_id', a.item ->> 'idempotency_key', a.item ->> 'run_at',
+                       a.item ->> 'budget_tokens', a.item ->> 'budget_usd', a.item ->> 'on_budget_spent') is null
           and coalesce(a.item -> 'input_artifacts', '[]') = '[]'
           and coalesce(a.item -> 'depends_on', '[]') = '[]'
           and coalesce(a.item ->> 'allow_offline', 'true') = 'true'
@@ -2441,6 +2644,11 @@ begin
     reports = x.reports + 1,
     updated_at = pg_catalog.now()
   returning * into r;
+  -- What the run spent counts against the budgets over the task and the agent's day.
+  if t.budget_id is not null then
+    perform baton_private.spend_budget(t, coalesce(p_input_tokens, 0) + coalesce(p_output_tokens, 0) + coalesce(p_cached_tokens, 0), coalesce(p_cost_usd, 0), me);
+  end if;
+  perform baton_private.spend_daily(me, coalesce(p_input_tokens, 0) + coalesce(p_output_tokens, 0) + coalesce(p_cached_tokens, 0), coalesce(p_cost_usd, 0));
   return r;
 end
 $function$
@@ -2460,6 +2668,23 @@ begin
   update public.agent_usage u set open_tasks = case when u.slot = baton_private.usage_slot() then really else 0 end
   where u.agent_id = agent;
   return really;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.refuse_for_budget(p_task_id uuid, spent public.task_budgets)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+begin
+  if spent.task_id is null then
+    return;
+  end if;
+  raise exception 'task % cannot be claimed or started: %', p_task_id, baton_private.budget_refusal(spent)
+    using errcode = 'BT017',
+          hint = pg_catalog.format('The sender of task %s can raise it (baton budget %s --tokens N or --usd N) or cancel the work.', spent.task_id, spent.task_id);
 end
 $function$
 ;
@@ -3046,6 +3271,49 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.set_budget(p_task_id uuid, p_tokens bigint DEFAULT NULL::bigint, p_usd numeric DEFAULT NULL::numeric, p_on_spent text DEFAULT NULL::text)
+ RETURNS public.task_budgets
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.current_agent_id();
+  t public.task_handoffs;
+  b public.task_budgets;
+  question uuid;
+begin
+  if me is null and coalesce(auth.jwt() ->> 'role', '') <> 'service_role' then
+    perform baton_private.require_agent();
+  end if;
+  select * into t from public.task_handoffs where id = p_task_id for update;
+  if not found or (me is not null and not baton_private.can_see_task(t, me)) then
+    raise exception 'no task %', p_task_id using errcode = 'BT002', hint = 'Check the id: baton tasks --all lists the tasks.';
+  end if;
+  if me is not null and t.from_agent <> me then
+    raise exception 'only the sender of task % (or an operator) can set its budget', t.id
+      using errcode = 'BT003', hint = pg_catalog.format('Ask "%s" to.', t.from_agent);
+  end if;
+  select * into b from public.task_budgets where task_id = t.id;
+  b := baton_private.give_budget(t, coalesce(p_tokens, case when p_usd is null then b.tokens_limit end), coalesce(p_usd, case when p_tokens is null then b.usd_limit end),
+                                 coalesce(p_on_spent, b.on_spent), coalesce(me, 'operator'));
+  if b.spent_at is null then
+    select m.id into question from public.agent_messages m
+    where m.task_id = t.id and m.kind = 'question' and m.body ? 'budget'
+      and not exists (select from public.agent_messages a where a.reply_to_id = m.id)
+    order by m.created_at desc limit 1;
+    if question is not null then
+      insert into public.agent_messages (from_agent, to_agent, task_id, reply_to_id, kind, body)
+      select coalesce(me, t.from_agent), m.from_agent, t.id, m.id, 'answer',
+             jsonb_build_object('text', pg_catalog.format('Budget raised: %s.', baton_private.budget_text(b)), 'budget', to_jsonb(b))
+      from public.agent_messages m where m.id = question;
+    end if;
+  end if;
+  return b;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.set_note(note text)
  RETURNS void
  LANGUAGE sql
@@ -3065,6 +3333,109 @@ begin
   select * into s from public.baton_settings where id;
   return s;
 end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.spend_budget(t public.task_handoffs, p_tokens bigint, p_usd numeric, agent text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  ids uuid[];
+  b public.task_budgets;
+  was timestamptz;
+begin
+  with recursive up (id, n) as (
+    select t.budget_id, 0
+    union all
+    select x.parent_budget, up.n + 1 from up join public.task_budgets x on x.task_id = up.id where x.parent_budget is not null and up.n < 100
+  )
+  select array_agg(up.id order by up.n) into ids from up;
+  -- Locked from the task's own up: reports in one chain lock in the same order.
+  for i in 1 .. coalesce(cardinality(ids), 0) loop
+    select x.spent_at into was from public.task_budgets x where x.task_id = ids[i] for update;
+    update public.task_budgets x set
+      tokens_spent = x.tokens_spent + p_tokens, usd_spent = x.usd_spent + p_usd, updated_at = pg_catalog.now(),
+      spent_at = coalesce(x.spent_at, case when (x.tokens_limit is not null and x.tokens_spent + p_tokens >= x.tokens_limit)
+                                            or (x.usd_limit is not null and x.usd_spent + p_usd >= x.usd_limit) then pg_catalog.now() end)
+    where x.task_id = ids[i]
+    returning * into b;
+    if was is null and b.spent_at is not null then
+      perform baton_private.budget_ran_out(b, agent);
+    end if;
+  end loop;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.spend_daily(agent text, p_tokens bigint, p_usd numeric)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  a public.agents;
+  d public.agent_daily_spend;
+  today date := (pg_catalog.now() at time zone 'UTC')::date;
+begin
+  insert into public.agent_daily_spend as x (agent_id, day, tokens, usd) values (agent, today, p_tokens, p_usd)
+  on conflict (agent_id, day) do update set tokens = x.tokens + excluded.tokens, usd = x.usd + excluded.usd
+  returning * into d;
+  select * into a from public.agents where id = agent;
+  if (a.daily_token_cap is not null and d.tokens >= a.daily_token_cap) or (a.daily_usd_cap is not null and d.usd >= a.daily_usd_cap) then
+    update public.agents set spend_capped_until = ((today + 1)::timestamp at time zone 'UTC') where id = agent;
+  end if;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.spend_report(p_agent_id text DEFAULT NULL::text, p_task_id uuid DEFAULT NULL::uuid, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS TABLE(day date, agent_id text, model text, runs integer, input_tokens bigint, output_tokens bigint, cached_tokens bigint, cost_usd numeric)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.current_agent_id();
+begin
+  if me is null and coalesce(auth.jwt() ->> 'role', '') <> 'service_role' then
+    perform baton_private.require_agent();
+  end if;
+  return query
+    with recursive below (id) as (
+      select p_task_id where p_task_id is not null
+      union
+      select x.id from below b join public.task_handoffs x on x.parent_task_id = b.id
+    )
+    select (r.updated_at at time zone 'UTC')::date, r.agent_id, r.model, pg_catalog.count(*)::integer,
+           pg_catalog.sum(r.input_tokens)::bigint, pg_catalog.sum(r.output_tokens)::bigint, pg_catalog.sum(r.cached_tokens)::bigint,
+           pg_catalog.sum(r.cost_usd)
+    from public.task_runs r
+    where (p_agent_id is null or r.agent_id = p_agent_id)
+      and (p_task_id is null or r.task_id in (select id from below))
+      and r.updated_at >= coalesce(p_since, pg_catalog.now() - interval '7 days')
+      and (me is null or exists (select from public.task_handoffs t where t.id = r.task_id and baton_private.can_see_task(t, me)))
+    group by 1, 2, 3
+    order by 1, 2, 3;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.spent_budget(p_budget uuid)
+ RETURNS public.task_budgets
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  with recursive up (id, n) as (
+    select p_budget, 0
+    union all
+    select b.parent_budget, up.n + 1 from up join public.task_budgets b on b.task_id = up.id where b.parent_budget is not null and up.n < 100
+  )
+  select b.* from up join public.task_budgets b on b.task_id = up.id where b.spent_at is not null order by up.n limit 1
 $function$
 ;
 
@@ -3152,6 +3523,50 @@ begin
     select p.* from baton_private.ancestor_ids(t.id) c join public.task_handoffs p on p.id = c.id
     where worker or baton_private.can_see_task(p, me)
     order by c.distance;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.task_budget(p_task_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.current_agent_id();
+  t public.task_handoffs;
+  rows jsonb;
+begin
+  if me is null and coalesce(auth.jwt() ->> 'role', '') <> 'service_role' then
+    perform baton_private.require_agent();
+  end if;
+  if me is null then
+    select * into t from public.task_handoffs where id = p_task_id;
+    if not found then
+      raise exception 'no task %', p_task_id using errcode = 'BT002', hint = 'Check the id: baton tasks --all lists the tasks.';
+    end if;
+  else
+    t := baton_private.visible_task(p_task_id, me);
+  end if;
+  if t.budget_id is null then
+    return null;
+  end if;
+  with recursive up (id, n) as (
+    select t.budget_id, 0
+    union all
+    select b.parent_budget, up.n + 1 from up join public.task_budgets b on b.task_id = up.id where b.parent_budget is not null and up.n < 100
+  )
+  select jsonb_agg(to_jsonb(b) || jsonb_build_object(
+           'tokens_left', case when b.tokens_limit is not null then greatest(b.tokens_limit - b.tokens_spent, 0) end,
+           'usd_left', case when b.usd_limit is not null then greatest(b.usd_limit - b.usd_spent, 0) end) order by up.n)
+  into rows
+  from up join public.task_budgets b on b.task_id = up.id;
+  return jsonb_build_object(
+    'budgets', rows,
+    'tokens_left', (select pg_catalog.min((r ->> 'tokens_left')::bigint) from jsonb_array_elements(rows) r),
+    'usd_left', (select pg_catalog.min((r ->> 'usd_left')::numeric) from jsonb_array_elements(rows) r),
+    'spent', exists (select from jsonb_array_elements(rows) r where r ->> 'spent_at' is not null));
 end
 $function$
 ;
@@ -3520,6 +3935,46 @@ CREATE OR REPLACE FUNCTION baton_private.tg_task_events__bound_note()
 AS $function$
 begin
   new.note := left(new.note, 2000);
+  return new;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__budget()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  spent public.task_budgets;
+begin
+  if tg_op = 'INSERT' then
+    select t.budget_id into new.budget_id from public.task_handoffs t
+    where t.id = coalesce(new.parent_task_id, new.retry_of);
+    if new.budget_id is null then
+      return new;
+    end if;
+  elsif not (new.status = 'pending' or (old.status in ('pending', 'claimed') and new.status in ('claimed', 'in_progress'))) then
+    return new;
+  end if;
+  spent := baton_private.spent_budget(new.budget_id);
+  if spent.task_id is null then
+    return new;
+  end if;
+  if new.status in ('claimed', 'in_progress') then
+    perform baton_private.refuse_for_budget(new.id, spent);
+  end if;
+  if spent.on_spent = 'fail' then
+    new.status := 'failed';
+    new.status_reason := 'BT017: ' || baton_private.budget_refusal(spent);
+    new.completed_at := pg_catalog.now();
+    new.claim_token := null;
+    new.lease_expires_at := null;
+  else
+    new.not_before := 'infinity';
+    new.status_reason := 'held: ' || baton_private.budget_refusal(spent);
+  end if;
   return new;
 end
 $function$
@@ -4172,11 +4627,11 @@ CREATE OR REPLACE FUNCTION public.fan_out(p_parent_task_id uuid, p_tasks jsonb, 
 AS $function$begin return baton_private.fan_out($1, $2, $3); end$function$
 ;
 
-CREATE OR REPLACE FUNCTION public.handoff_task(p_title text, p_to_agent text DEFAULT NULL::text, p_description text DEFAULT NULL::text, p_priority public.task_priority DEFAULT 'medium'::public.task_priority, p_payload jsonb DEFAULT '{}'::jsonb, p_required_capabilities text[] DEFAULT '{}'::text[], p_deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 3, p_parent_task_id uuid DEFAULT NULL::uuid, p_idempotency_key text DEFAULT NULL::text, p_allow_offline boolean DEFAULT true, p_lease_seconds integer DEFAULT NULL::integer, p_expected_outputs jsonb DEFAULT '[]'::jsonb, p_input_artifacts jsonb DEFAULT '[]'::jsonb, p_depends_on uuid[] DEFAULT '{}'::uuid[], p_dependency_mode text DEFAULT 'all'::text, p_on_dependency_failure text DEFAULT 'cancel'::text, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+CREATE OR REPLACE FUNCTION public.handoff_task(p_title text, p_to_agent text DEFAULT NULL::text, p_description text DEFAULT NULL::text, p_priority public.task_priority DEFAULT 'medium'::public.task_priority, p_payload jsonb DEFAULT '{}'::jsonb, p_required_capabilities text[] DEFAULT '{}'::text[], p_deadline timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 3, p_parent_task_id uuid DEFAULT NULL::uuid, p_idempotency_key text DEFAULT NULL::text, p_allow_offline boolean DEFAULT true, p_lease_seconds integer DEFAULT NULL::integer, p_expected_outputs jsonb DEFAULT '[]'::jsonb, p_input_artifacts jsonb DEFAULT '[]'::jsonb, p_depends_on uuid[] DEFAULT '{}'::uuid[], p_dependency_mode text DEFAULT 'all'::text, p_on_dependency_failure text DEFAULT 'cancel'::text, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_budget_tokens bigint DEFAULT NULL::bigint, p_budget_usd numeric DEFAULT NULL::numeric, p_on_budget_spent text DEFAULT NULL::text)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
  SET search_path TO ''
-AS $function$begin return baton_private.handoff_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18); end$function$
+AS $function$begin return baton_private.handoff_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.handoff_tasks(p_tasks jsonb)
@@ -4278,6 +4733,21 @@ CREATE OR REPLACE FUNCTION public.send_heartbeat(p_status_message text DEFAULT N
 AS $function$begin return baton_private.send_heartbeat($1, $2, $3, $4); end$function$
 ;
 
+CREATE OR REPLACE FUNCTION public.set_budget(p_task_id uuid, p_tokens bigint DEFAULT NULL::bigint, p_usd numeric DEFAULT NULL::numeric, p_on_spent text DEFAULT NULL::text)
+ RETURNS public.task_budgets
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$begin return baton_private.set_budget($1, $2, $3, $4); end$function$
+;
+
+CREATE OR REPLACE FUNCTION public.spend_report(p_agent_id text DEFAULT NULL::text, p_task_id uuid DEFAULT NULL::uuid, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS TABLE(day date, agent_id text, model text, runs integer, input_tokens bigint, output_tokens bigint, cached_tokens bigint, cost_usd numeric)
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$begin return query select * from baton_private.spend_report($1, $2, $3); end$function$
+;
+
 CREATE OR REPLACE FUNCTION public.start_task(p_task_id uuid, p_claim_token uuid)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
@@ -4298,6 +4768,14 @@ CREATE OR REPLACE FUNCTION public.task_ancestors(p_task_id uuid)
  STABLE
  SET search_path TO ''
 AS $function$begin return query select * from baton_private.task_ancestors($1); end$function$
+;
+
+CREATE OR REPLACE FUNCTION public.task_budget(p_task_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$begin return baton_private.task_budget($1); end$function$
 ;
 
 CREATE OR REPLACE FUNCTION public.task_chain(p_task_id uuid)
@@ -4370,7 +4848,7 @@ CREATE TRIGGER step3_quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WH
 
 CREATE TRIGGER step3_status_allowed BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (NOT COALESCE(
         CASE old.status
-            WHEN 'pending'::public.task_status THEN (new.status = ANY (ARRAY['claimed'::public.task_status, 'in_progress'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status]))
+            WHEN 'pending'::public.task_status THEN (new.status = ANY (ARRAY['claimed'::public.task_status, 'in_progress'::public.task_status, 'failed'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status]))
             WHEN 'claimed'::public.task_status THEN (new.status = ANY (ARRAY['pending'::public.task_status, 'in_progress'::public.task_status, 'cancelled'::public.task_status]))
             WHEN 'in_progress'::public.task_status THEN (new.status = ANY (ARRAY['pending'::public.task_status, 'input_required'::public.task_status, 'completed'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status]))
             WHEN 'input_required'::public.task_status THEN (new.status = ANY (ARRAY['in_progress'::public.task_status, 'cancelled'::public.task_status]))
@@ -4385,6 +4863,10 @@ CREATE TRIGGER step4_validate_on_change BEFORE UPDATE ON public.task_handoffs FO
 
 CREATE TRIGGER step5_wait_on_dependencies BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN (((new.depends_on <> '{}'::uuid[]) OR (new.run_at IS NOT NULL))) EXECUTE FUNCTION baton_private.tg_task_handoffs__wait_on_dependencies();
 
+CREATE TRIGGER step6_budget BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN (((new.parent_task_id IS NOT NULL) OR (new.retry_of IS NOT NULL))) EXECUTE FUNCTION baton_private.tg_task_handoffs__budget();
+
+CREATE TRIGGER step6_budget_on_change BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.budget_id IS NOT NULL) AND ((new.status IS DISTINCT FROM old.status) OR (new.not_before IS DISTINCT FROM old.not_before)))) EXECUTE FUNCTION baton_private.tg_task_handoffs__budget();
+
 CREATE TRIGGER compile AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.task_status_transitions FOR EACH STATEMENT EXECUTE FUNCTION baton_private.tg_task_status_transitions__compile();
 
 -- event triggers ----------------------------------------------------------------------------------
@@ -4392,6 +4874,9 @@ CREATE TRIGGER compile AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.ta
 create event trigger baton_private_functions_are_private on ddl_command_end when tag in ('CREATE FUNCTION', 'CREATE PROCEDURE') execute function baton_private.tg_revoke_public_execute();
 
 -- policies ----------------------------------------------------------------------------------------
+
+create policy "Agents can view their own daily spend" on public.agent_daily_spend as permissive for select to authenticated
+  using ((agent_id = ( SELECT baton_private.current_agent_id() AS current_agent_id)));
 
 create policy "Agents can mark read only messages sent to them" on public.agent_messages as permissive for update to authenticated
   using ((to_agent = ( SELECT baton_private.current_agent_id() AS current_agent_id)))
@@ -4428,6 +4913,11 @@ create policy "Agents can view the artifacts of tasks they can view" on public.t
   using ((EXISTS ( SELECT
    FROM public.task_handoffs t
   WHERE (t.id = task_artifacts.task_id))));
+
+create policy "Agents can view the budgets of tasks they can view" on public.task_budgets as permissive for select to authenticated
+  using ((EXISTS ( SELECT
+   FROM public.task_handoffs t
+  WHERE (t.id = task_budgets.task_id))));
 
 create policy "Agents can see their own declines and those of tasks they sent" on public.task_declines as permissive for select to authenticated
   using (((agent_id = ( SELECT baton_private.current_agent_id() AS current_agent_id)) OR (EXISTS ( SELECT
@@ -4528,6 +5018,12 @@ function: baton_private.begin_incarnation() EXECUTE to authenticated
 function: baton_private.begin_incarnation() EXECUTE to postgres
 
 function: baton_private.begin_incarnation() EXECUTE to service_role
+
+function: baton_private.budget_ran_out(b public.task_budgets, agent text) EXECUTE to postgres
+
+function: baton_private.budget_refusal(b public.task_budgets) EXECUTE to postgres
+
+function: baton_private.budget_text(b public.task_budgets) EXECUTE to postgres
 
 function: baton_private.can_see_message(message_id uuid, agent text) EXECUTE to anon
 
@@ -4669,15 +5165,17 @@ function: baton_private.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jso
 
 function: baton_private.free_capacity(agent text) EXECUTE to postgres
 
+function: baton_private.give_budget(t public.task_handoffs, p_tokens bigint, p_usd numeric, p_on_spent text, agent text) EXECUTE to postgres
+
 function: baton_private.hand_back_lost_claims(ids uuid[], reasons text[], what text) EXECUTE to postgres
 
 function: baton_private.handoff_item(item jsonb) EXECUTE to postgres
 
-function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to authenticated
+function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) EXECUTE to authenticated
 
-function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to postgres
+function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) EXECUTE to postgres
 
-function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to service_role
+function: baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) EXECUTE to service_role
 
 function: baton_private.handoff_tasks(p_tasks jsonb) EXECUTE to authenticated
 
@@ -4755,6 +5253,8 @@ function: baton_private.record_usage(p_task_id uuid, p_claim_token uuid, p_runti
 
 function: baton_private.recount_open_tasks(agent text, adding integer) EXECUTE to postgres
 
+function: baton_private.refuse_for_budget(p_task_id uuid, spent public.task_budgets) EXECUTE to postgres
+
 function: baton_private.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) EXECUTE to postgres
 
 function: baton_private.register_agent(p_id text, p_display_name text, p_capabilities text[], p_skills_offered jsonb, p_max_concurrent integer, p_token_expires_at timestamp with time zone) EXECUTE to service_role
@@ -4823,6 +5323,12 @@ function: baton_private.send_heartbeat(p_status_message text, p_active boolean, 
 
 function: baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to service_role
 
+function: baton_private.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) EXECUTE to authenticated
+
+function: baton_private.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) EXECUTE to postgres
+
+function: baton_private.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) EXECUTE to service_role
+
 function: baton_private.set_note(note text) EXECUTE to postgres
 
 function: baton_private.settings() EXECUTE to authenticated
@@ -4830,6 +5336,18 @@ function: baton_private.settings() EXECUTE to authenticated
 function: baton_private.settings() EXECUTE to postgres
 
 function: baton_private.settings() EXECUTE to service_role
+
+function: baton_private.spend_budget(t public.task_handoffs, p_tokens bigint, p_usd numeric, agent text) EXECUTE to postgres
+
+function: baton_private.spend_daily(agent text, p_tokens bigint, p_usd numeric) EXECUTE to postgres
+
+function: baton_private.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) EXECUTE to authenticated
+
+function: baton_private.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) EXECUTE to postgres
+
+function: baton_private.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) EXECUTE to service_role
+
+function: baton_private.spent_budget(p_budget uuid) EXECUTE to postgres
 
 function: baton_private.start_task(p_task_id uuid, p_claim_token uuid) EXECUTE to authenticated
 
@@ -4848,6 +5366,12 @@ function: baton_private.task_ancestors(p_task_id uuid) EXECUTE to authenticated
 function: baton_private.task_ancestors(p_task_id uuid) EXECUTE to postgres
 
 function: baton_private.task_ancestors(p_task_id uuid) EXECUTE to service_role
+
+function: baton_private.task_budget(p_task_id uuid) EXECUTE to authenticated
+
+function: baton_private.task_budget(p_task_id uuid) EXECUTE to postgres
+
+function: baton_private.task_budget(p_task_id uuid) EXECUTE to service_role
 
 function: baton_private.task_chain(p_task_id uuid) EXECUTE to authenticated
 
@@ -4896,6 +5420,8 @@ function: baton_private.tg_task_artifacts__quota() EXECUTE to postgres
 function: baton_private.tg_task_events__append_only() EXECUTE to postgres
 
 function: baton_private.tg_task_events__bound_note() EXECUTE to postgres
+
+function: baton_private.tg_task_handoffs__budget() EXECUTE to postgres
 
 function: baton_private.tg_task_handoffs__follow_change() EXECUTE to postgres
 
@@ -5007,11 +5533,11 @@ function: public.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) EXE
 
 function: public.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) EXECUTE to service_role
 
-function: public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to authenticated
+function: public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) EXECUTE to authenticated
 
-function: public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to postgres
+function: public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) EXECUTE to postgres
 
-function: public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) EXECUTE to service_role
+function: public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) EXECUTE to service_role
 
 function: public.handoff_tasks(p_tasks jsonb) EXECUTE to authenticated
 
@@ -5091,6 +5617,18 @@ function: public.send_heartbeat(p_status_message text, p_active boolean, p_poll_
 
 function: public.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to service_role
 
+function: public.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) EXECUTE to authenticated
+
+function: public.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) EXECUTE to postgres
+
+function: public.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) EXECUTE to service_role
+
+function: public.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) EXECUTE to authenticated
+
+function: public.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) EXECUTE to postgres
+
+function: public.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) EXECUTE to service_role
+
 function: public.start_task(p_task_id uuid, p_claim_token uuid) EXECUTE to authenticated
 
 function: public.start_task(p_task_id uuid, p_claim_token uuid) EXECUTE to postgres
@@ -5108,6 +5646,12 @@ function: public.task_ancestors(p_task_id uuid) EXECUTE to authenticated
 function: public.task_ancestors(p_task_id uuid) EXECUTE to postgres
 
 function: public.task_ancestors(p_task_id uuid) EXECUTE to service_role
+
+function: public.task_budget(p_task_id uuid) EXECUTE to authenticated
+
+function: public.task_budget(p_task_id uuid) EXECUTE to postgres
+
+function: public.task_budget(p_task_id uuid) EXECUTE to service_role
 
 function: public.task_chain(p_task_id uuid) EXECUTE to authenticated
 
@@ -5148,6 +5692,12 @@ schema: schema public USAGE to public
 schema: schema public USAGE to service_role
 
 table: baton_private.pending_beats DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
+
+table: public.agent_daily_spend SELECT to authenticated
+
+table: public.agent_daily_spend DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
+
+table: public.agent_daily_spend DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
 
 table: public.agent_messages SELECT to authenticated
 
@@ -5190,6 +5740,12 @@ table: public.task_artifacts SELECT to authenticated
 table: public.task_artifacts DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
 
 table: public.task_artifacts DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
+
+table: public.task_budgets SELECT to authenticated
+
+table: public.task_budgets DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
+
+table: public.task_budgets DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
 
 table: public.task_declines SELECT to authenticated
 
@@ -5295,6 +5851,10 @@ comment on column public.agents.capabilities is 'What the agent can do. A broadc
 
 comment on column public.agents.comms_endpoint is 'Optional address where the agent can be reached outside Baton.';
 
+comment on column public.agents.daily_token_cap is 'At most this many tokens a day (UTC) spent by the agent''s runs; null: no cap. Set by an operator.';
+
+comment on column public.agents.daily_usd_cap is 'At most this much money (USD) a day (UTC) spent by the agent''s runs; null: no cap. Set by an operator.';
+
 comment on column public.agents.id is 'A slug such as cheenu: lower-case letters, digits, - and _.';
 
 comment on column public.agents.incarnation is 'The process running as this agent now: set when a daemon starts (begin_incarnation), which hands back every claim an earlier process left. A heartbeat naming another incarnation is refused (BT016): that process was superseded.';
@@ -5310,6 +5870,8 @@ comment on column public.agents.max_concurrent is 'How many tasks the agent may 
 comment on column public.agents.poll_interval is 'How often the agent wakes: a daemon''s schedule, a cron job''s period (baton status --every 15m, the daemon, or an operator). Its claims and its place in discovery survive two missed wake-ups.';
 
 comment on column public.agents.skills_offered is 'Free-form JSON describing skills, for peers choosing whom to hand work to.';
+
+comment on column public.agents.spend_capped_until is 'Set when a daily cap is reached: the agent claims nothing until then (the next UTC midnight).';
 
 comment on column public.baton_settings.artifacts_per_minute is 'How many artifacts one agent may attach in one clock minute.';
 
@@ -5415,6 +5977,12 @@ comment on column public.task_artifacts.size_bytes is 'Size of the content in by
 
 comment on column public.task_artifacts.uri is 'Where an artifact too large to keep inline lives (sha256 and size_bytes then come from the producer).';
 
+comment on column public.task_budgets.on_spent is 'ask: hold the work left and ask the budget''s sender to raise it; fail: fail the work left (BT017).';
+
+comment on column public.task_budgets.parent_budget is 'The budget above this one (the nearest one over the task), whose limits hold too.';
+
+comment on column public.task_budgets.spent_at is 'When a limit was reached; null while some is left (raising the limit clears it).';
+
 comment on column public.task_declines.reason is 'What the agent lacked, e.g. no executor for task_type "development".';
 
 comment on column public.task_events.actor is 'The agent that made the change, or the database role (service_role, postgres) when no agent did.';
@@ -5424,6 +5992,8 @@ comment on column public.task_events.from_status is 'Null for the row that recor
 comment on column public.task_events.note is 'A reason given with the change: a rejection or cancellation reason, an error, a re-queue cause.';
 
 comment on column public.task_handoffs.attempts is 'How many times the task has been claimed for work (a claim handed back by release does not count).';
+
+comment on column public.task_handoffs.budget_id is 'The nearest budget over this task (task_budgets): its own, its parent''s, or the retried task''s. Null: no budget.';
 
 comment on column public.task_handoffs.claim_incarnation is 'The process (agents.incarnation) that made the current claim, when a daemon made it; null for a claim made by hand (CLI, script, MCP host). A request naming an incarnation acts only on its own claims, and a claim whose incarnation was superseded holds only until its lease ends.';
 
@@ -5575,7 +6145,7 @@ comment on function baton_private.fail_task(p_task_id uuid, p_claim_token uuid, 
 
 comment on function baton_private.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) is 'Hands off up to 100 sub-tasks of p_parent_task_id and the join task that depends on them, in one transaction. p_join: {mode: first|all|judge, title?, to_agent?, capability? (judge, default "judge"), payload?, expected_outputs?, on_failure?: cancel|run}. Returns {tasks: [ids], join: id}.';
 
-comment on function baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) is 'Hands off a task as the calling agent: to p_to_agent, or to every agent holding p_required_capabilities when p_to_agent is null. With p_depends_on it waits until those tasks complete (p_dependency_mode all or any; p_on_dependency_failure cancel or run); with p_run_at it is not claimable before then. With p_allow_offline = false an offline addressee is refused (BT011).';
+comment on function baton_private.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) is 'Hands off a task as the calling agent: to p_to_agent, or to every agent holding p_required_capabilities when p_to_agent is null. With p_depends_on it waits until those tasks complete (p_dependency_mode all or any; p_on_dependency_failure cancel or run); with p_run_at it is not claimable before then. With p_allow_offline = false an offline addressee is refused (BT011). With p_budget_tokens and/or p_budget_usd it carries a budget for itself and everything under it (never more than is left above it); p_on_budget_spent (ask or fail) says what the work left does once it is spent.';
 
 comment on function baton_private.handoff_tasks(p_tasks jsonb) is 'Hands off many tasks in one call, each as handoff_task would (its arguments without the p_ prefix); a refused one comes back with its index, code, message and hint, and the others are made.';
 
@@ -5613,11 +6183,17 @@ comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks eve
 
 comment on function baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) is 'The calling agent says it is alive (server time), optionally with a status line and how often it wakes (p_poll_interval); p_active = false marks a clean stop. With p_incarnation, refused (BT016) when a later process of the same agent began since: the caller was superseded.';
 
+comment on function baton_private.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) is 'Sets or raises the budget of a task and everything under it (tokens, USD, or both; on_spent ask or fail): by its sender or the operator, never more than is left above it. Work held by a spent budget goes on once some is left.';
+
+comment on function baton_private.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) is 'What was spent since p_since (default: the last 7 days), by UTC day, agent and model: of one agent, of one chain (a task and everything under it), or everything the caller may see.';
+
 comment on function baton_private.start_task(p_task_id uuid, p_claim_token uuid) is 'The holder starts a claimed task.';
 
 comment on function baton_private.sweep_tasks() is 'Re-queues claims that lapsed (the holder went unheard for two of its wake-ups, or the lease if longer), fails tasks out of attempts, cancels pending tasks past their deadline, makes the tasks of due recurring hand-offs (one per slot) and deletes finished chains past baton_settings.keep_finished. Cheap when nothing is due; one sweep runs at a time however many daemons call it. "scheduled" says whether pg_cron runs it (job baton-sweep), in which case daemons leave it to pg_cron. Schedule it with pg_cron on a hosted project: select public.sweep_tasks();';
 
 comment on function baton_private.task_ancestors(p_task_id uuid) is 'The tasks a task was handed off within, nearest first: all of them for whoever works on the task, else those the caller may see itself.';
+
+comment on function baton_private.task_budget(p_task_id uuid) is 'The budgets over a task (the nearest first, then each above it), with what each has spent and has left, and the least left of them all (tokens_left, usd_left); null when no budget covers it. For whoever may see the task.';
 
 comment on function baton_private.task_chain(p_task_id uuid) is 'The chain of a task the caller may see, as task_lineage rows: what the task led to, the tasks the caller may see itself, and the ancestors of a task it works on.';
 
@@ -5653,7 +6229,7 @@ comment on function public.fail_task(p_task_id uuid, p_claim_token uuid, p_error
 
 comment on function public.fan_out(p_parent_task_id uuid, p_tasks jsonb, p_join jsonb) is 'Hands off up to 100 sub-tasks of p_parent_task_id and the join task that depends on them, in one transaction. p_join: {mode: first|all|judge, title?, to_agent?, capability? (judge, default "judge"), payload?, expected_outputs?, on_failure?: cancel|run}. Returns {tasks: [ids], join: id}.';
 
-comment on function public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone) is 'Hands off a task as the calling agent: to p_to_agent, or to every agent holding p_required_capabilities when p_to_agent is null. With p_depends_on it waits until those tasks complete (p_dependency_mode all or any; p_on_dependency_failure cancel or run); with p_run_at it is not claimable before then. With p_allow_offline = false an offline addressee is refused (BT011).';
+comment on function public.handoff_task(p_title text, p_to_agent text, p_description text, p_priority public.task_priority, p_payload jsonb, p_required_capabilities text[], p_deadline timestamp with time zone, p_max_attempts integer, p_parent_task_id uuid, p_idempotency_key text, p_allow_offline boolean, p_lease_seconds integer, p_expected_outputs jsonb, p_input_artifacts jsonb, p_depends_on uuid[], p_dependency_mode text, p_on_dependency_failure text, p_run_at timestamp with time zone, p_budget_tokens bigint, p_budget_usd numeric, p_on_budget_spent text) is 'Hands off a task as the calling agent: to p_to_agent, or to every agent holding p_required_capabilities when p_to_agent is null. With p_depends_on it waits until those tasks complete (p_dependency_mode all or any; p_on_dependency_failure cancel or run); with p_run_at it is not claimable before then. With p_allow_offline = false an offline addressee is refused (BT011). With p_budget_tokens and/or p_budget_usd it carries a budget for itself and everything under it (never more than is left above it); p_on_budget_spent (ask or fail) says what the work left does once it is spent.';
 
 comment on function public.handoff_tasks(p_tasks jsonb) is 'Hands off many tasks in one call, each as handoff_task would (its arguments without the p_ prefix); a refused one comes back with its index, code, message and hint, and the others are made.';
 
@@ -5683,11 +6259,17 @@ comment on function public.revoke_agent_tokens(p_agent_id text) is 'Operator onl
 
 comment on function public.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) is 'The calling agent says it is alive (server time), optionally with a status line and how often it wakes (p_poll_interval); p_active = false marks a clean stop. With p_incarnation, refused (BT016) when a later process of the same agent began since: the caller was superseded.';
 
+comment on function public.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) is 'Sets or raises the budget of a task and everything under it (tokens, USD, or both; on_spent ask or fail): by its sender or the operator, never more than is left above it. Work held by a spent budget goes on once some is left.';
+
+comment on function public.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) is 'What was spent since p_since (default: the last 7 days), by UTC day, agent and model: of one agent, of one chain (a task and everything under it), or everything the caller may see.';
+
 comment on function public.start_task(p_task_id uuid, p_claim_token uuid) is 'The holder starts a claimed task.';
 
 comment on function public.sweep_tasks() is 'Re-queues claims that lapsed (the holder went unheard for two of its wake-ups, or the lease if longer), fails tasks out of attempts, cancels pending tasks past their deadline, makes the tasks of due recurring hand-offs (one per slot) and deletes finished chains past baton_settings.keep_finished. Cheap when nothing is due; one sweep runs at a time however many daemons call it. "scheduled" says whether pg_cron runs it (job baton-sweep), in which case daemons leave it to pg_cron. Schedule it with pg_cron on a hosted project: select public.sweep_tasks();';
 
 comment on function public.task_ancestors(p_task_id uuid) is 'The tasks a task was handed off within, nearest first: all of them for whoever works on the task, else those the caller may see itself.';
+
+comment on function public.task_budget(p_task_id uuid) is 'The budgets over a task (the nearest first, then each above it), with what each has spent and has left, and the least left of them all (tokens_left, usd_left); null when no budget covers it. For whoever may see the task.';
 
 comment on function public.task_chain(p_task_id uuid) is 'The chain of a task the caller may see, as task_lineage rows: what the task led to, the tasks the caller may see itself, and the ancestors of a task it works on.';
 
@@ -5696,6 +6278,8 @@ comment on function public.task_dependencies(p_task_id uuid) is 'The tasks a tas
 comment on function public.task_inputs(p_task_id uuid) is 'The artifacts a task works from: its named inputs, its parent chain''s and those of the tasks it depends on. All of them for whoever works on the task; for others, those on tasks they may see and the dependencies''.';
 
 comment on table baton_private.pending_beats is 'Beats queued by record_beat() (the request check calls it) and written as the request commits (trigger note_at_commit): a refused request never updates its agent''s row. Empty outside a transaction.';
+
+comment on table public.agent_daily_spend is 'What each agent''s runs spent per UTC day (tokens: input, cached and output; USD where reported), against its daily caps.';
 
 comment on table public.agent_messages is 'Messages between agents. Sent only as oneself; readable by sender, recipient, or everyone when to_agent is null.';
 
@@ -5710,6 +6294,8 @@ comment on table public.baton_settings is 'One row of operator settings that Bat
 comment on table public.recurring_handoffs is 'Hand-offs made on a schedule: the sweep hands off the template as from_agent when next_run_at is due, at most once per slot however many daemons sweep. Operators manage them (baton schedule add|list|remove); agents see the ones sent as them.';
 
 comment on table public.task_artifacts is 'What tasks produce: inline content (at most 1 MiB) or a link (uri), with size and SHA-256. Visible to whoever may see the task; written only by its holder (attach_artifact).';
+
+comment on table public.task_budgets is 'What a task and everything under it may spend (tokens: input, cached and output; money in USD), and what it has spent, kept as usage is reported. A budget under another is never larger than what is left above it. Spent (spent_at set): the work left under it is held (on_spent ask: its sender is asked to raise it) or failed (on_spent fail).';
 
 comment on table public.task_declines is 'Broadcasts an agent claimed and handed back because it cannot do them (e.g. no executor for the task type). claim_next_tasks never offers such a task to that agent again.';
 
@@ -5762,6 +6348,8 @@ comment on view public.waiting_tasks is 'Pending tasks that wait for tasks they 
 (pending, cancelled): the sender withdrew it
 
 (pending, claimed): an agent claimed it
+
+(pending, failed): its chain's budget is spent and its sender chose to fail what is left
 
 (pending, in_progress): an agent claimed it and started at once
 

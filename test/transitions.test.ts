@@ -10,6 +10,8 @@ const db = database();
 
 const allowed = new Set([
   'pending>claimed', 'pending>in_progress', 'pending>rejected', 'pending>cancelled',
+  // A chain whose budget is spent, with fail chosen, fails its pending work (docs/budgets.md).
+  'pending>failed',
   'claimed>in_progress', 'claimed>pending', 'claimed>cancelled',
   'in_progress>completed', 'in_progress>failed', 'in_progress>pending', 'in_progress>input_required', 'in_progress>cancelled',
   'input_required>in_progress', 'input_required>cancelled',

@@ -5,7 +5,7 @@
  */
 import { Role, TaskState, type Artifact as A2AArtifact, type Message as A2AMessage, type Part, type Task as A2ATask } from '@a2a-js/sdk';
 import type { ResolvedArtifact } from '../client/artifacts.js';
-import { finalStatuses, type HandoffInput, type Message, type Task, type TaskEvent, type TaskStatus } from '../schemas.js';
+import { BudgetInput, finalStatuses, type HandoffInput, type Message, type Task, type TaskEvent, type TaskStatus } from '../schemas.js';
 
 export const stateOf: Record<TaskStatus, TaskState> = {
   pending: TaskState.TASK_STATE_SUBMITTED,
@@ -154,7 +154,12 @@ export function handoffOf(msg: A2AMessage): Omit<HandoffInput, 'to'> {
   const single = data.length === 1 && data[0] !== null && typeof data[0] === 'object' && !Array.isArray(data[0]);
   const payload: Record<string, unknown> = single ? { ...(data[0] as Record<string, unknown>) } : data.length ? { parts: data } : {};
   if (files.length) payload.files = files;
+  // A budget for the task and everything under it, in the message's metadata: {"budget": {"tokens", "usd", "onSpent"}}.
+  const asked = (msg.metadata as Record<string, unknown> | undefined)?.budget;
+  const budget = asked === undefined ? undefined : BudgetInput.safeParse(asked);
+  if (budget && !budget.success) throw new BadMessage('metadata.budget must be {"tokens": a whole number, "usd": an amount, "onSpent": "ask" or "fail"}, each optional');
   return {
+    ...(budget ? { budget: budget.data } : {}),
     title: (firstLine || 'work handed off over A2A').slice(0, 200),
     description: text.length > firstLine.length ? text : undefined,
     payload,

@@ -8,6 +8,26 @@ import type { Logger } from 'pino';
 import type { ArtifactContent, LinkedArtifact, ResolvedArtifact } from '../client/artifacts.js';
 import type { AgentPresence, Artifact, FanOutJoin, HandoffInput, RunUsage, Task, TaskResult } from '../schemas.js';
 
+/**
+ * What a run's signal carries when the usage it reported spent the budget over its chain: the run stops
+ * there and the task goes back, to be held (the sender is asked to raise the budget) or failed, as the
+ * budget says. A run that had already finished keeps its result.
+ */
+export class BudgetSpentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BudgetSpentError';
+  }
+}
+
+/** What is left of the budget over a task: the least over every budget from its own up. */
+export interface BudgetLeft {
+  /** Tokens (input, cached input and output); undefined where no budget counts tokens. */
+  tokens?: number;
+  /** USD; undefined where no budget counts money. */
+  usd?: number;
+}
+
 /** Throw this (or exit 75 from a shell executor) for a failure worth retrying after a backoff. */
 export class RetryableError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -63,8 +83,13 @@ export interface ExecutorContext {
   peers: AgentPresence[];
   /** The environment a program acts as this agent with: the API's URL and key, the agent's token, the trace's context. */
   env: Record<string, string>;
-  /** Fires when the task is cancelled, re-queued or taken over, or the agent shuts down. */
+  /**
+   * Fires when the task is cancelled, re-queued or taken over, or the agent shuts down; and when usage
+   * reported with `usage` spent the budget over the chain (its reason a BudgetSpentError).
+   */
   signal: AbortSignal;
+  /** What is left of the budget over the task's chain as the run began (kept current as usage is reported); undefined: no budget. */
+  budget?: BudgetLeft;
   log: Logger;
   progress(message: string, percent?: number): Promise<void>;
   message(to: string | null, body: unknown): Promise<void>;
@@ -79,7 +104,7 @@ export interface ExecutorContext {
   /**
    * Records what a run spent (tokens by model, turns, cost), added to this attempt in the database and
    * counted in the agent's metrics. Call it once per run of the runtime and model, with that run's own
-   * counts (not a running total).
+   * counts (not a running total). Under a budget, usage that spends it stops the run (`signal`).
    */
   usage(usage: RunUsage): Promise<void>;
   /** Hands off a sub-task linked to this one by parent_task_id. */

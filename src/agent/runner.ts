@@ -9,9 +9,9 @@ import type { Logger } from 'pino';
 import type { BatonClient, Outcome } from '../client/agent.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import { BatonError, isRetryable, MissingOutputsError, OutputSchemaError } from '../errors.js';
-import type { AgentPresence, Task, TaskResult, TaskStatus } from '../schemas.js';
+import type { AgentPresence, Budget, Task, TaskBudget, TaskResult, TaskStatus } from '../schemas.js';
 import {
-  builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, UnavailableError, selectExecutor, toResult, type ExecutorContext, type Executors,
+  BudgetSpentError, builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, UnavailableError, selectExecutor, toResult, type BudgetLeft, type ExecutorContext, type Executors,
 } from './executors.js';
 import { agentApiKey } from '../client/connection.js';
 import { agentDefaults, type AgentOptions } from './options.js';
@@ -84,10 +84,13 @@ export class TaskRunner {
     }
     /** The outcome of this task, for the reporter (which also gives it its claim). */
     const submit = (outcome: OutcomeOf) => () => this.deps.reporter.submit({ taskId: task.id, claimToken: task.claim_token, ...outcome } as Outcome);
+    // Under a budget, usage that spends it stops the run: its own signal joins the daemon's.
+    const budget = task.budget_id ? new AbortController() : undefined;
+    const runSignal = budget ? AbortSignal.any([signal, budget.signal]) : signal;
     try {
-      const ctx = await this.context(task, signal, log);
+      const ctx = await this.context(task, runSignal, log, budget);
       const value = await childSpan('baton execute', { 'baton.executor': chosen.name }, (span) => {
-        const env = { ...this.deps.env, ...traceEnv(span) };
+        const env = { ...ctx.env, ...traceEnv(span) };
         return runExecutor(chosen.executor, task, { ...ctx, env }, env);
       });
       this.deps.executorAway(false);
@@ -97,6 +100,12 @@ export class TaskRunner {
       await report(submit({ result }), result.handoff ? 'completed, follow-up handed off' : 'completed');
     } catch (err) {
       if (signal.aborted) return await this.stopped(task, signal, log, started, report);
+      if (budget?.signal.aborted) {
+        // Back to the database, which holds the task (its sender asked to raise the budget) or fails it.
+        const why = (budget.signal.reason as Error).message;
+        await report(submit({ error: why, retry: true }), 'stopped: the budget is spent', err, why);
+        return;
+      }
       if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) {
         // Outputs refused: the executor runs once more with the problems in its context, counting as an
         // attempt (the database turns a retry into a final failure once attempts run out); refused again,
@@ -201,9 +210,12 @@ export class TaskRunner {
   }
 
   /** What the executor gets: the task, what it may read, and calls that act on the task as the agent. */
-  private async context(task: Task, signal: AbortSignal, log: Logger): Promise<ExecutorContext> {
+  private async context(task: Task, signal: AbortSignal, log: Logger, budget?: AbortController): Promise<ExecutorContext> {
     const { client, agentId } = this.deps;
     const parents = task.parent_task_id ? await client.ancestors(task.id) : [];
+    const left = budget ? budgetLeft(await client.budget(task.id)) : undefined;
+    // A program the executor runs reads what is left too.
+    const env = left ? { ...this.deps.env, ...budgetEnv(left) } : this.deps.env;
     const dependencies = task.depends_on.length ? await client.dependencies(task.id) : [];
     const inputs: ResolvedArtifact[] = task.parent_task_id || task.input_artifacts.length || task.depends_on.length ? await client.inputs(task.id) : [];
     // The questions of this run whose answers the executor has had, so none is handed over twice.
@@ -223,8 +235,9 @@ export class TaskRunner {
         return attached;
       },
       peers: this.deps.peers(),
-      env: this.deps.env,
+      env,
       signal,
+      budget: left,
       log,
       progress: async (message, percent) => {
         await client.progress(task.id, message, percent);
@@ -239,6 +252,16 @@ export class TaskRunner {
         await this.persist(() => client.recordUsage(task.id, task.claim_token, usage), log, 'usage recorded');
         this.deps.metrics()?.spent(usage);
         log.info({ model: usage.model, input: usage.inputTokens, output: usage.outputTokens, cached: usage.cachedTokens, costUsd: usage.costUsd, sessionId: usage.sessionId }, 'spent');
+        if (!budget || !left) return;
+        // What is left now, as the database counted it: spent, the run stops here.
+        const now = await this.persist(() => client.budget(task.id), log, 'budget read');
+        Object.assign(left, budgetLeft(now));
+        const spent = now?.budgets.find((b) => b.spent_at);
+        if (now?.spent && spent && !budget.signal.aborted) {
+          const why = `the budget on task ${spent.task_id} is spent (${spentText(spent)})`;
+          log.warn({ budgetTask: spent.task_id }, `stopping: ${why}`);
+          budget.abort(new BudgetSpentError(why));
+        }
       },
       handoff: (input) => client.handoff({ ...input, parentTaskId: task.id }),
       fanOut: async (items, join) => {
@@ -303,6 +326,31 @@ export class TaskRunner {
       this.deps.waiting(taskId, false);
     }
   }
+}
+
+/** The least left over a task's budgets, as the executor reads it. */
+function budgetLeft(budget: TaskBudget | null): BudgetLeft | undefined {
+  if (!budget) return undefined;
+  return {
+    ...(budget.tokens_left !== null ? { tokens: Math.max(0, budget.tokens_left) } : {}),
+    ...(budget.usd_left !== null ? { usd: Math.max(0, budget.usd_left) } : {}),
+  };
+}
+
+/** What is left, for a program the executor runs. */
+function budgetEnv(left: BudgetLeft): Record<string, string> {
+  return {
+    ...(left.tokens !== undefined ? { BATON_BUDGET_TOKENS_LEFT: String(left.tokens) } : {}),
+    ...(left.usd !== undefined ? { BATON_BUDGET_USD_LEFT: String(left.usd) } : {}),
+  };
+}
+
+/** "1200 of 1000 tokens and $0.5 of $0.4", as a person reads a budget. */
+export function spentText(b: Budget): string {
+  return [
+    b.tokens_limit !== null ? `${b.tokens_spent} of ${b.tokens_limit} tokens` : undefined,
+    b.usd_limit !== null ? `$${Number(b.usd_spent.toFixed(4))} of $${Number(b.usd_limit.toFixed(4))}` : undefined,
+  ].filter(Boolean).join(' and ');
 }
 
 /** Why an agent cannot run a task, naming what it would need. */

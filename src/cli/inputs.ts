@@ -24,6 +24,21 @@ export function wholeNumber(min: number, max: number) {
   };
 }
 
+/** A count of tokens: 250000, 250k or 1.5M. */
+export function tokens(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(value.replace(/[_,]/g, ''));
+  const n = match ? Math.round(Number(match[1]) * ({ k: 1e3, m: 1e6 }[match[2]!.toLowerCase() as 'k' | 'm'] ?? 1)) : NaN;
+  if (!(n > 0)) throw new InvalidArgumentError('expected a number of tokens such as 250000, 250k or 1.5M.');
+  return n;
+}
+
+/** An amount in US dollars: 5, 2.50 or $2.50. */
+export function dollars(value: string): number {
+  const n = Number(value.replace(/^\$/, ''));
+  if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError('expected an amount in dollars such as 5 or 2.50.');
+  return n;
+}
+
 const units = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** `+30m`, `+2h`, `+7d` from now, or an ISO 8601 timestamp. */

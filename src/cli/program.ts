@@ -36,7 +36,7 @@ export const commandGroups: ReadonlyArray<{ names: readonly string[]; register: 
   { names: ['discover', 'health', 'status', 'renew'], register: registerPresence },
   { names: ['init'], register: registerInit },
   { names: ['doctor'], register: registerDoctor },
-  { names: ['handoff', 'broadcast', 'tasks', 'show'], register: registerTasks },
+  { names: ['handoff', 'broadcast', 'tasks', 'show', 'budget', 'spend'], register: registerTasks },
   { names: ['claim', 'start', 'progress', 'ask', 'answer', 'reject', 'complete', 'fail', 'cancel', 'release', 'reassign'], register: registerWork },
   { names: ['artifacts', 'artifact', 'chain'], register: registerArtifacts },
   { names: ['message', 'inbox'], register: registerMessages },

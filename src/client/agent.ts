@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, toBatonError, UnauthorizedError, ValidationError, type BatonError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
-  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage,
+  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage, Budget, BudgetInput, TaskBudget, SpendRow,
 } from '../schemas.js';
 import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
@@ -34,6 +34,8 @@ export interface TaskFilter {
 const Tasks = z.array(Task);
 const TaskRuns = z.array(TaskRun);
 const ChainUsages = z.array(ChainUsage);
+const SpendRows = z.array(SpendRow);
+const MaybeTaskBudget = TaskBudget.nullable();
 // The answers' schemas, made once: zod compiles a schema on its first parse, so one made per call
 // costs more than the parse itself.
 const BatchHandoffs = z.array(BatchHandoff);
@@ -76,6 +78,7 @@ function handoffFields(input: HandoffInput): Record<string, Json> {
     parent_task_id: t.parentTaskId, idempotency_key: t.idempotencyKey, allow_offline: t.allowOffline,
     lease_seconds: t.leaseSeconds, expected_outputs: t.expectedOutputs, input_artifacts: t.inputArtifacts,
     depends_on: t.dependsOn, dependency_mode: t.dependencyMode, on_dependency_failure: t.onDependencyFailure, run_at: isoTime(t.runAt),
+    budget_tokens: t.budget?.tokens, budget_usd: t.budget?.usd, on_budget_spent: t.budget?.onSpent,
   };
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined && value !== null)) as Record<string, Json>;
 }
@@ -327,6 +330,33 @@ export class BatonClient {
   /** What a task and everything under it spent (follow-ups, fan-out parts, joins), by model. */
   async chainUsage(taskId: string): Promise<ChainUsage[]> {
     return unwrap(this.db.rpc('chain_usage', { p_task_id: parseInput(TaskId, taskId) }), ChainUsages);
+  }
+
+  /**
+   * Sets or raises the budget of a task this agent sent (tokens, USD, or both), for it and everything
+   * under it; never more than is left above it. Raised so that some is left, the work it held goes on.
+   */
+  async setBudget(taskId: string, budget: BudgetInput): Promise<Budget> {
+    const b = parseInput(BudgetInput, budget);
+    return unwrap(this.db.rpc('set_budget', {
+      p_task_id: parseInput(TaskId, taskId), p_tokens: b.tokens, p_usd: b.usd, p_on_spent: b.onSpent,
+    }).single(), Budget);
+  }
+
+  /** The budgets over a task, nearest first, with what each has left; null when none covers it. */
+  async budget(taskId: string): Promise<TaskBudget | null> {
+    return unwrap(this.db.rpc('task_budget', { p_task_id: parseInput(TaskId, taskId) }), MaybeTaskBudget);
+  }
+
+  /**
+   * What was spent, by UTC day, agent and model, over the runs this agent may see: of one agent, of one
+   * chain (a task and everything under it), or all; since `since` (default: the last 7 days).
+   */
+  async spend(filter: { agent?: string; taskId?: string; since?: Date | string } = {}): Promise<SpendRow[]> {
+    return unwrap(this.db.rpc('spend_report', {
+      p_agent_id: filter.agent, p_task_id: filter.taskId === undefined ? undefined : parseInput(TaskId, filter.taskId),
+      p_since: isoTime(filter.since),
+    }), SpendRows);
   }
 
   /**

@@ -5,7 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { broughtBackWith } from '../client/agent.js';
-import { ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
+import { BudgetInput, ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
 import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
 import { ownTask, resultOf, TASK_POLL_MS } from './tasks.js';
@@ -190,6 +190,8 @@ function handingWorkOn(agent: McpAgent): Tool[] {
     after_any: z.boolean().optional().describe('With after: the first of them to complete releases it, and the others are cancelled.'),
     run_anyway: z.boolean().optional().describe('With after: run even if one of them fails (by default it is cancelled with the reason).'),
     run_at: z.iso.datetime({ offset: true }).optional().describe('Not claimable before this time (ISO 8601).'),
+    budget: BudgetInput.optional()
+      .describe('What it and everything under it may spend: {tokens?, usd?, onSpent?: "ask" | "fail"}; never more than is left above it (BT017).'),
   };
   type HandoffArgs = z.infer<z.ZodObject<typeof handoffShape>>;
   const handoffInput = async (args: HandoffArgs): Promise<z.input<typeof HandoffInput>> => ({
@@ -208,6 +210,7 @@ function handingWorkOn(agent: McpAgent): Tool[] {
     dependencyMode: args.after_any ? 'any' : undefined,
     onDependencyFailure: args.run_anyway ? 'run' : undefined,
     runAt: args.run_at,
+    budget: args.budget,
   });
   const handoff = async ({ to, capabilities, allow_offline, ...args }: HandoffArgs & { to: string; capabilities?: string[]; allow_offline?: boolean }) => {
     const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline ?? false });

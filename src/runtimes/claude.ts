@@ -9,7 +9,7 @@
  * The agent may use only the tools the config names (`--allowedTools`), plus `baton …` in its shell;
  * print mode refuses the rest without asking. `bypassPermissions` runs it with
  * `--dangerously-skip-permissions`, which Claude Code refuses as root unless told the machine is a
- * sandbox (`sandboxed`: IS_SANDBOX=1).
+ * sandbox (`sandboxed`: IS_SANDBOX=1). Under a budget in money, `--max-budget-usd` is what is left of it.
  */
 import { ConfigError } from '../config.js';
 import { codingAgentRuntime, failureOfStatus, newSessionId, type CodingCli, type RunReport } from './coding-agent.js';
@@ -56,6 +56,8 @@ const cli: CodingCli = {
       '-p', prompt, '--output-format', 'json',
       ...(session.resumed ? ['--resume', session.id!] : ['--session-id', session.id!]),
       ...(options.model ? ['--model', options.model] : []),
+      // Claude Code stops itself at a cost: what is left of the chain's budget in money.
+      ...(run.budget?.usd !== undefined ? ['--max-budget-usd', String(run.budget.usd)] : []),
       '--allowedTools', tools.join(','),
       ...(options.bypassPermissions ? ['--dangerously-skip-permissions'] : []),
       ...options.args,

@@ -16,7 +16,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { BudgetSpentError, RetryableError, UnavailableError, type BudgetLeft, type ExecutorContext, type Handler } from '../agent/executors.js';
 import { guessMediaType } from '../client/artifacts.js';
 import { ConfigError, passedEnvironment } from '../config.js';
 import { packageRoot } from '../stack/paths.js';
@@ -63,6 +63,8 @@ export interface RunSetup {
   batonPath: string;
   /** The `baton` command as a program and its arguments (the settings not included). */
   batonCommand: string[];
+  /** What is left of the budget over the task as the run begins, for a CLI that takes a limit. */
+  budget?: BudgetLeft;
 }
 
 /** The session of one attempt, carried from run to run; a CLI file may keep what it needs in `state`. */
@@ -185,7 +187,8 @@ async function runTask(cli: CodingCli, bin: string, root: string, options: Codin
     session.id = report.sessionId ?? session.id;
     session.resumed = true;
     for (const usage of report.usage) await ctx.usage({ ...usage, runtime: cli.key, sessionId: session.id });
-    if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('aborted');
+    // A run that spent the budget but finished keeps its reply; one that goes on (a question) stops.
+    if (ctx.signal.aborted && !(ctx.signal.reason instanceof BudgetSpentError)) throw ctx.signal.reason ?? new Error('aborted');
     if (output.timedOut) throw new RetryableError(`${cli.name} ran past its ${options.timeoutSeconds} s and was stopped (its process tree ended)${tail(output.stderr)}`);
     if (report.failure) throw failure(cli, report.failure);
     if (output.code !== 0) {
@@ -243,7 +246,7 @@ function setUp(dir: string, options: CodingAgentOptions, task: Task, ctx: Execut
     // What a CLI leaves in its temporary folder (Gemini CLI's error reports) goes with the task's folder.
     TMPDIR: tmp,
   };
-  return { options, task, work, home, baton, batonPath, batonCommand };
+  return { options, task, work, home, baton, batonPath, batonCommand, budget: ctx.budget };
 }
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;

@@ -1,5 +1,5 @@
 /** How tasks, events and messages read at a terminal. */
-import type { AgentPresence, Artifact, ChainUsage, LineageRow, Message, Task, TaskEvent, TaskRun } from '../schemas.js';
+import type { AgentPresence, Artifact, ChainUsage, LineageRow, Message, SpendRow, Task, TaskBudget, TaskEvent, TaskRun } from '../schemas.js';
 import { ago, fields, paint, table } from './format.js';
 import { progressText, rhythmOf } from './words.js';
 
@@ -48,7 +48,7 @@ export function messageTable(messages: Message[]): string {
   ], 'No messages.');
 }
 
-export function taskDetail({ task: t, events, messages, usage, chain }: { task: Task; events: TaskEvent[]; messages: Message[]; usage?: TaskRun[]; chain?: ChainUsage[] }): string {
+export function taskDetail({ task: t, events, messages, usage, chain, budget }: { task: Task; events: TaskEvent[]; messages: Message[]; usage?: TaskRun[]; chain?: ChainUsage[]; budget?: TaskBudget }): string {
   const parts = [fields([
     ['id', t.id],
     ['title', t.title],
@@ -65,6 +65,7 @@ export function taskDetail({ task: t, events, messages, usage, chain }: { task: 
     ['description', t.description],
     ['payload', JSON.stringify(t.payload)],
     ['result', t.result ? JSON.stringify(t.result) : null],
+    ['budget', budget ? budgetLine(budget) : null],
   ])];
   parts.push('', paint('bold', 'History'), table(events, [
     ['AT', (e) => e.at.replace('T', ' ').slice(0, 19)],
@@ -100,6 +101,44 @@ export function taskDetail({ task: t, events, messages, usage, chain }: { task: 
 }
 
 const dollars = (usd: number | null) => (usd === null ? null : `$${usd.toFixed(4)}`);
+
+/** "spent 1100 of 1000 tokens (on task 3f2a…): spent" — the nearest budget, and whether any above is spent. */
+function budgetLine(b: TaskBudget): string {
+  const [own] = b.budgets;
+  if (!own) return 'none';
+  const amounts = [
+    own.tokens_limit !== null ? `${own.tokens_spent} of ${own.tokens_limit} tokens` : undefined,
+    own.usd_limit !== null ? `$${own.usd_spent.toFixed(4)} of $${own.usd_limit.toFixed(4)}` : undefined,
+  ].filter(Boolean).join(' and ');
+  const left = [b.tokens_left !== null ? `${b.tokens_left} tokens` : undefined, b.usd_left !== null ? `$${b.usd_left.toFixed(4)}` : undefined].filter(Boolean).join(' and ');
+  return `${amounts} spent (set on task ${own.task_id}, ${own.on_spent} when spent); ${b.spent ? paint('red', 'spent: the work left waits') : `left: ${left}`}`;
+}
+
+/** The budgets over a task, nearest first. */
+export function budgetText(taskId: string, b: TaskBudget | null): string {
+  if (!b) return `No budget covers task ${taskId}. Set one: baton budget ${taskId} --tokens 1M (or --usd 5).`;
+  return [budgetLine(b), '', table(b.budgets, [
+    ['ON TASK', (x) => x.task_id],
+    ['TOKENS', (x) => (x.tokens_limit === null ? null : `${x.tokens_spent} of ${x.tokens_limit}`)],
+    ['USD', (x) => (x.usd_limit === null ? null : `${x.usd_spent.toFixed(4)} of ${x.usd_limit.toFixed(4)}`)],
+    ['WHEN SPENT', (x) => x.on_spent],
+    ['SPENT AT', (x) => x.spent_at],
+  ])].join('\n');
+}
+
+/** What was spent, by day, agent and model. */
+export function spendTable(rows: SpendRow[]): string {
+  return table(rows, [
+    ['DAY', (r) => r.day],
+    ['AGENT', (r) => r.agent_id],
+    ['MODEL', (r) => r.model],
+    ['RUNS', (r) => String(r.runs)],
+    ['INPUT', (r) => String(r.input_tokens)],
+    ['OUTPUT', (r) => String(r.output_tokens)],
+    ['CACHED', (r) => String(r.cached_tokens)],
+    ['COST', (r) => dollars(r.cost_usd)],
+  ], 'Nothing spent in that time.');
+}
 
 
 export function presenceTable(agents: AgentPresence[]): string {

@@ -4,10 +4,10 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { BatchHandoff, ExpectedOutput, HandoffInput, JsonObject } from '../../schemas.js';
 import { openStatuses, type TaskStatus } from '../../statuses.js';
 import { agentClient, configOf, withBeat } from '../context.js';
-import { collectExpected, collectInput, deadline, integer, json, list, wholeNumber } from '../inputs.js';
+import { collectExpected, collectInput, deadline, dollars, integer, json, list, tokens, wholeNumber } from '../inputs.js';
 import { ExitError, exitCodes, usageError } from '../exit.js';
 import { emit } from '../output.js';
-import { taskDetail, taskLine, taskTable } from '../../text/render.js';
+import { budgetText, spendTable, taskDetail, taskLine, taskTable } from '../../text/render.js';
 
 interface TaskOptions {
   description?: string;
@@ -28,6 +28,9 @@ interface TaskOptions {
   afterAny?: boolean;
   runAnyway?: boolean;
   at?: string;
+  budgetTokens?: number;
+  budgetUsd?: number;
+  onBudgetSpent?: 'ask' | 'fail';
 }
 
 function withTaskOptions(command: Command): Command {
@@ -48,7 +51,10 @@ function withTaskOptions(command: Command): Command {
     .option('--after <task...>', 'wait until these tasks complete (ids or prefixes); their results and artifacts become its inputs')
     .option('--after-any', 'with --after: the first of them to complete releases it, and the others are cancelled')
     .option('--run-anyway', 'with --after: run even if one of them fails or is cancelled (default: cancel this one too)')
-    .option('--at <when>', 'not claimable before then: +10m, +2h, +1d or ISO', deadline);
+    .option('--at <when>', 'not claimable before then: +10m, +2h, +1d or ISO', deadline)
+    .option('--budget-tokens <n>', 'what it and everything under it may spend in tokens (input, cached and output): 250000, 250k, 1.5M', tokens)
+    .option('--budget-usd <amount>', 'what it and everything under it may spend in US dollars', dollars)
+    .addOption(new Option('--on-budget-spent <what>', 'once the budget is spent, the work left waits and you are asked to raise it (ask), or it fails (fail)').choices(['ask', 'fail']));
 }
 
 function collectSchema(value: string, previous: Array<{ name: string; schema: JsonObject }> = []) {
@@ -86,6 +92,7 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
     dependencyMode: opts.afterAny ? 'any' : undefined,
     onDependencyFailure: opts.runAnyway ? 'run' : undefined,
     runAt: opts.at,
+    budget: opts.budgetTokens || opts.budgetUsd || opts.onBudgetSpent ? { tokens: opts.budgetTokens, usd: opts.budgetUsd, onSpent: opts.onBudgetSpent } : undefined,
   });
   const waits = task.waiting_on > 0 ? `, waiting for ${task.waiting_on} task(s)` : task.run_at ? `, not before ${task.run_at}` : '';
   emit(config, task, (t) => `${taskLine(to === null ? 'Broadcast' : 'Handed off', t)}${waits}`);
@@ -185,10 +192,61 @@ Examples:
       const config = configOf(command);
       const client = await agentClient(config);
       const id = await client.resolveTaskId(prefix);
-      const [task, events, messages, usage, chain] = await withBeat(client, Promise.all([
-        client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 }), client.runs(id),
+      const task = await withBeat(client, client.getTask(id));
+      const [events, messages, usage, chain, budget] = await Promise.all([
+        client.events(id), client.messages({ taskId: id, limit: 200 }), client.runs(id),
         opts.chain ? client.chainUsage(id) : undefined,
-      ]));
-      emit(config, { task, events, messages: messages.reverse(), usage, ...(chain ? { chain } : {}) }, taskDetail);
+        task.budget_id ? client.budget(id) : undefined,
+      ]);
+      emit(config, { task, events, messages: messages.reverse(), usage, ...(chain ? { chain } : {}), ...(budget ? { budget } : {}) }, taskDetail);
     });
+
+  program.command('budget <task>')
+    .description('the budget over a task\'s chain and what is left; with --tokens or --usd, set or raise it (as the task\'s sender)')
+    .option('--tokens <n>', 'what the task and everything under it may spend in tokens: 250000, 250k, 1.5M', tokens)
+    .option('--usd <amount>', 'what it may spend in US dollars', dollars)
+    .addOption(new Option('--on-spent <what>', 'once spent: the work left waits and you are asked (ask), or it fails (fail)').choices(['ask', 'fail']))
+    .addHelpText('after', `
+A budget covers the task and everything handed on under it: follow-ups, fan-out parts and joins,
+retries. A budget under another is never more than what is left above it. Raised so that some is
+left, the work it held goes on.
+
+Examples:
+  $ baton budget 3f2a1b
+  $ baton budget 3f2a1b --tokens 2M
+  $ baton budget 3f2a1b --usd 5 --on-spent fail`)
+    .action(async (prefix: string, opts: { tokens?: number; usd?: number; onSpent?: 'ask' | 'fail' }, command: Command) => {
+      const config = configOf(command);
+      const client = await agentClient(config);
+      const id = await client.resolveTaskId(prefix);
+      if (opts.tokens || opts.usd || opts.onSpent) await withBeat(client, client.setBudget(id, { tokens: opts.tokens, usd: opts.usd, onSpent: opts.onSpent }));
+      const budget = await client.budget(id);
+      emit(config, budget, (b) => budgetText(id, b));
+    });
+
+  program.command('spend')
+    .description('what runs spent, by day, agent and model: of an agent, of a chain, or all you can see')
+    .option('--agent <id>', 'only the runs of this agent')
+    .option('--chain <task>', 'only the runs of this task and everything under it (id or prefix)')
+    .option('--since <when>', 'from this long ago (7d, 24h, 30m) or an ISO time', '7d')
+    .addHelpText('after', `
+Examples:
+  $ baton spend --agent coder
+  $ baton spend --chain 3f2a1b --since 30d --json`)
+    .action(async (opts: { agent?: string; chain?: string; since: string }, command: Command) => {
+      const config = configOf(command);
+      const client = await agentClient(config);
+      const since = sinceTime(opts.since);
+      const taskId = opts.chain ? await client.resolveTaskId(opts.chain) : undefined;
+      const rows = await withBeat(client, client.spend({ agent: opts.agent, taskId, since }));
+      emit(config, rows, spendTable);
+    });
+}
+
+/** 7d, 24h or 30m ago, or an ISO time. */
+function sinceTime(value: string): string {
+  const match = /^(\d+)([mhd])$/.exec(value);
+  if (match) return new Date(Date.now() - Number(match[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'm' | 'h' | 'd']).toISOString();
+  if (/^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value))) return new Date(value).toISOString();
+  throw usageError(`--since ${value} is not a time`, 'Give 7d, 24h, 30m, or an ISO time such as 2026-12-01.');
 }
