@@ -402,7 +402,7 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
 
   it('shows what a task\'s runs spent, by attempt and model, and what everything under it spent, to the operator and to the sender', async () => {
     const [lead, worker] = await Promise.all([own.newAgent('spend-lead'), own.newAgent('spend-worker')]);
-    const root = await lead.client.handoff({ to: worker.id, title: 'Spend some tokens', allowOffline: true });
+    const root = await lead.client.handoff({ to: worker.id, title: 'Spend some tokens', allowOffline: true, budget: { tokens: 1600 } });
     const held = await worker.client.claim(root.id, { start: true });
     await worker.client.recordUsage(root.id, held.claim_token, { runtime: 'claude', model: 'claude-sonnet-4-5', inputTokens: 1000, outputTokens: 200, cachedTokens: 50, turns: 3, costUsd: 0.5 });
     await worker.client.recordUsage(root.id, held.claim_token, { runtime: 'claude', model: 'claude-haiku-4-5', inputTokens: 10, outputTokens: 2, turns: 1, costUsd: 0.001 });
@@ -417,8 +417,20 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
       expect(await page.locator('tr[data-usage="claude-sonnet-4-5"]').textContent()).toMatch(/^1claudeclaude-sonnet-4-51,00020050 ?3\$0\.5000$/);
       expect(await page.locator('tr[data-chain-usage]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-chain-usage')))).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-5', 'gpt-5.1-codex']);
       expect(await page.locator('tr[data-chain-usage="gpt-5.1-codex"]').textContent()).toBe('gpt-5.1-codex1300303—');
+      // The chain's budget against what the root and its child spent (1,262 and 333 tokens).
+      expect(await page.locator('p[data-budget]').getAttribute('data-budget')).toBe('left');
+      expect(await page.locator('p[data-budget]').textContent()).toMatch(/^Budget \(set on .*, asks its sender when spent\): 1,595 of 1,600 tokens spent; left: 5 tokens\.$/);
       await page.close();
-      if (board !== operator) await board.close();
+      // Spend by agent and by model over the last days (the operator sees every run; the lead, those of tasks it may see).
+      if (board !== operator) {
+        await board.close();
+        continue;
+      }
+      const spend = await open(board, '#/spend');
+      await spend.locator(`tr[data-spend-agent="${worker.id}"]`).waitFor();
+      expect(await spend.locator(`tr[data-spend-agent="${worker.id}"]`).textContent()).toBe(`${worker.id}31,595$0.5010`);
+      expect(await spend.locator('tr[data-spend-model="gpt-5.1-codex"]').textContent()).toBe('gpt-5.1-codex1333—');
+      await spend.close();
     }
   });
 
@@ -430,7 +442,7 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
     await asker.client.start(task.id, claimed.claim_token!);
     await asker.client.recordUsage(task.id, claimed.claim_token, { runtime: 'claude', model: 'claude-sonnet-4-5', inputTokens: 1234, outputTokens: 56, cachedTokens: 7, turns: 2, costUsd: 0.0123, sessionId: 'a-session' });
     await asker.client.ask(task.id, 'Should a missing closing brace be reported once per file or once per block?');
-    const views = ['#/', '#/agents', '#/tasks', `#/task/${task.id}`, '#/dead-letters', '#/schedules'];
+    const views = ['#/', '#/agents', '#/tasks', `#/task/${task.id}`, '#/dead-letters', '#/schedules', '#/spend'];
     const name = (view: string) => (view === '#/' ? 'overview' : view.startsWith('#/task/') ? 'task-view' : view.slice(2));
     const page = await open(operator);
     for (const [size, viewport] of [['wide', { width: 1280, height: 900 }], ['phone', { width: 390, height: 844 }]] as const) {

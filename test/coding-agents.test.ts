@@ -108,6 +108,14 @@ function script() {
         return steps === 0 ? run(`exec -a crash-${task} sleep 300`) : { text: 'unreachable' };
       case 'errors':
         return { text: 'worked after the errors' };
+      case 'budget': {
+        // "[s:budget] step 1 (next: A then: B)": hand step 2 to A (which hands step 3 to B); step 3 is the work.
+        const at = /: \[s:budget\] step (\d) \(next: ([a-z0-9-]+)(?: then: ([a-z0-9-]+))?\)/.exec(turn.all);
+        if (!at) return { text: 'step 3 done' };
+        if (steps > 0) return { text: `handed on step ${Number(at[1]) + 1}` };
+        const title = `[s:budget] step ${Number(at[1]) + 1}${at[3] ? ` (next: ${at[3]})` : ''}`;
+        return run(`${baton} handoff ${at[2]} "${title}" --parent ${task} --allow-offline --json`);
+      }
       case 'chain':
         return steps === 0 ? run(`${baton} handoff ${/next: ([a-z0-9-]+)/.exec(turn.all)?.[1]} "[s:artifact] the second part" --parent ${task} --json`) : { text: 'handed on' };
       default:
@@ -139,8 +147,8 @@ afterAll(async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-async function worker(cli: Cli, extra: Partial<CodingAgentOptions> = {}): Promise<{ agent: TestAgent; lines: Array<Record<string, unknown>> }> {
-  const agent = await newAgent(`${cli.key}-worker`);
+async function worker(cli: Cli, extra: Partial<CodingAgentOptions> = {}, existing?: TestAgent): Promise<{ agent: TestAgent; lines: Array<Record<string, unknown>> }> {
+  const agent = existing ?? await newAgent(`${cli.key}-worker`);
   const dir = fs.mkdtempSync(path.join(scratch, `${cli.key}-`));
   const options = { bin: paths[cli.key], timeoutSeconds: 300, ...cli.options(server), ...extra } as CodingAgentOptions;
   const handler: Handler = await cli.runtime.executor({ [cli.key]: options }, { file: path.join(dir, 'baton.agent.json'), what: `executor "${cli.key}"` });
@@ -302,6 +310,49 @@ describe('a chain across two CLIs', () => {
     expect(shown.usage.length).toBeGreaterThan(0);
     expect(shown.chain.map((c) => [c.model, c.input_tokens])).toEqual(chain.map((c) => [c.model, c.input_tokens]));
   }, 300_000);
+});
+
+describe('a chain under a budget, across two CLIs', () => {
+  it('holds the hand-off after the run that spent the budget, asks the sender, and finishes once raised', async () => {
+    const sender = await newAgent('sender');
+    const [second, third] = await Promise.all([newAgent('codex-worker'), newAgent('claude-worker')]);
+    const { agent: first } = await worker(clis[0]!);
+    // Claude Code hands step 2 to Codex, which hands step 3 to a second Claude Code agent.
+    const root = await sender.client.handoff({ to: first.id, title: `[s:budget] step 1 (next: ${second.id} then: ${third.id})`, budget: { tokens: 1_000_000 } });
+    expect((await finished(sender, root.id)).status).toBe('completed');
+    const inChain = (step: number) => eventually(async () => (await sender.client.chain(root.id)).find((t) => t.title.startsWith(`[s:budget] step ${step}`)), 60_000, `step ${step}`);
+    const step2 = await inChain(2);
+    expect((await first.client.getTask(step2.id)).budget_id).toBe(root.id);
+    // One token left: the next run passes it.
+    const spentByRoot = (await sender.client.budget(root.id))!.budgets[0]!.tokens_spent;
+    expect(spentByRoot).toBeGreaterThan(0);
+    await sender.client.setBudget(root.id, { tokens: spentByRoot + 1 });
+    await worker(clis[1]!, {}, second);
+    // The run that passed it had finished: it keeps its result, and its hand-off is held.
+    const step2Done = await finished(first, step2.id);
+    expect(step2Done.status, step2Done.status_reason ?? '').toBe('completed');
+    const step3 = await inChain(3);
+    const left = await sender.client.budget(root.id);
+    expect(left).toMatchObject({ spent: true, tokens_left: 0 });
+    const held = await second.client.getTask(step3.id);
+    expect(held.status).toBe('pending');
+    expect(held.status_reason).toMatch(new RegExp(`^held: the budget on task ${root.id} is spent \\(\\d+ of ${spentByRoot + 1} tokens\\)`));
+    await worker(clis[0]!, {}, third);
+    await expect(third.client.claim(step3.id)).rejects.toMatchObject({ code: 'BT017' });
+    // The sender is asked, and raises it with the CLI; the held step goes on.
+    const asked = await eventually(async () => (await sender.client.messages({ taskId: root.id, kind: 'question' })).find((m) => 'budget' in (m.body as object)), 30_000, 'the question');
+    expect((asked.body as { text: string }).text).toMatch(/raise its budget/);
+    const raised = parsed<{ tokens_left: number }>(await cliAs(sender.token, stack)('budget', root.id, '--tokens', '1M', '--json'));
+    expect(raised.tokens_left).toBeGreaterThan(0);
+    const step3Done = await finished(second, step3.id);
+    expect(step3Done.status, step3Done.status_reason ?? '').toBe('completed');
+    expect(step3Done.result?.summary).toContain('step 3 done');
+    // What the chain spent is what the three runs reported, against the budget that holds it.
+    const spent = [...[root.id, step2.id, step3.id].flatMap((id) => [...(spentByTask.get(id)?.values() ?? [])])].reduce((n, u) => n + u.input + u.output + u.cached, 0);
+    expect((await sender.client.budget(root.id))!.budgets[0]!.tokens_spent).toBe(spent);
+    const shown = parsed<{ budget: { tokens_left: number } }>(await cliAs(sender.token, stack)('show', root.id, '--json'));
+    expect(shown.budget.tokens_left).toBe(1_000_000 - spent);
+  }, 400_000);
 });
 
 /** The processes whose command line names the task (the CLI's folder or the agent's marker). */

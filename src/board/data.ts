@@ -12,7 +12,7 @@ import type { BatonDb } from '../client/connection.js';
 import { fromHex } from '../client/artifacts.js';
 import { parseInput, unwrap, unwrapOne } from '../client/connection.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { AgentPresence, DeadLetter, Message, RecurringHandoff, ChainUsage, Task, TaskEvent, TaskRun, TaskStatus } from '../schemas.js';
+import { AgentPresence, DeadLetter, Message, RecurringHandoff, ChainUsage, SpendRow, Task, TaskBudget, TaskEvent, TaskRun, TaskStatus } from '../schemas.js';
 
 export type BoardIdentity =
   | { kind: 'operator'; admin: AdminClient }
@@ -146,10 +146,11 @@ export class BoardData {
       unwrap(this.db.from('task_runs').select('*').eq('task_id', id).order('attempt').order('model'), z.array(TaskRun)),
       unwrap(this.db.rpc('chain_usage', { p_task_id: id }), z.array(ChainUsage)),
     ]);
+    const budget = task.budget_id ? await unwrap(this.db.rpc('task_budget', { p_task_id: id }), TaskBudget.nullable()) : null;
     const { claim_token: _secret, ...shown } = task;
     // The chain's spend is shown where it is more than the task's own.
     const more = under.some((r) => r.tasks > 1) || under.length > new Set(usage.map((r) => r.model)).size;
-    return { task: shown, events, messages, artifacts, chain, retries, usage, chainUsage: more ? under : [] };
+    return { task: shown, events, messages, artifacts, chain, retries, usage, chainUsage: more ? under : [], budget };
   }
 
   /** An artifact's bytes, hash-checked where this identity's client can check them. */
@@ -167,6 +168,11 @@ export class BoardData {
 
   async deadLetters() {
     return unwrap(this.db.from('dead_letters').select('*').order('failed_at', { ascending: false }).limit(200), z.array(DeadLetter));
+  }
+
+  /** What runs spent in the last `days` days, by UTC day, agent and model (what this identity may see). */
+  async spend(days = 14) {
+    return unwrap(this.db.rpc('spend_report', { p_since: new Date(Date.now() - days * 86_400_000).toISOString() }), z.array(SpendRow));
   }
 
   async schedules() {

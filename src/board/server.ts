@@ -127,6 +127,7 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
         break;
       case 'dead-letters': return json(res, 200, await data.deadLetters());
       case 'schedules': return json(res, 200, await data.schedules());
+      case 'spend': return json(res, 200, await data.spend());
       case 'events': return feed.stream(req, res, securityHeaders);
     }
     throw new HttpError(404, `nothing at ${url.pathname}`);

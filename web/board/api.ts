@@ -73,6 +73,17 @@ export interface TaskDetail {
   usage: Array<{ attempt: number; model: string; runtime: string; input_tokens: number; output_tokens: number; cached_tokens: number; turns: number; cost_usd: number | null; session_id: string | null }>;
   /** What the task and everything under it spent, by model (empty when that is only the task's own). */
   chainUsage: Array<{ model: string; tasks: number; input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number | null }>;
+  /** The budgets over the task's chain, nearest first, and the least left (null: no budget). */
+  budget: BudgetView | null;
+}
+export interface BudgetView {
+  budgets: Array<{ task_id: string; tokens_limit: number | null; usd_limit: number | null; tokens_spent: number; usd_spent: number; on_spent: 'ask' | 'fail'; spent_at: string | null }>;
+  tokens_left: number | null;
+  usd_left: number | null;
+  spent: boolean;
+}
+export interface SpendRowView {
+  day: string; agent_id: string; model: string; runs: number; input_tokens: number; output_tokens: number; cached_tokens: number; cost_usd: number | null;
 }
 export interface DeadLetterRow {
   id: string; title: string; from_agent: string; to_agent: string | null; last_holder: string | null; reason: string | null;

@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { get, setCsrf, type Session, type Status } from './api';
 import { TaskView } from './task';
 import { Changes, Feed, Problem, type FeedEntry } from './ui';
-import { AgentsView, DeadLettersView, OverviewView, SchedulesView, TasksView, type TaskFilters } from './views';
+import { AgentsView, DeadLettersView, OverviewView, SchedulesView, SpendView, TasksView, type TaskFilters } from './views';
 import type { Refusal } from './api';
 
 interface Route { page: string; id?: string; params: URLSearchParams }
@@ -14,7 +14,7 @@ const routeOf = (hash: string): Route => {
   return { page: page || 'overview', id, params: new URLSearchParams(query) };
 };
 
-const pages: Array<[string, string]> = [['overview', 'Overview'], ['agents', 'Agents'], ['tasks', 'Tasks'], ['dead-letters', 'Dead letters'], ['schedules', 'Schedules']];
+const pages: Array<[string, string]> = [['overview', 'Overview'], ['agents', 'Agents'], ['tasks', 'Tasks'], ['dead-letters', 'Dead letters'], ['schedules', 'Schedules'], ['spend', 'Spend']];
 
 function useRoute(): Route {
   const [route, setRoute] = useState(() => routeOf(location.hash));
@@ -125,6 +125,7 @@ function Page({ route, session }: { route: Route; session: Session }) {
     case 'task': return route.id ? <TaskView id={route.id} session={session} /> : <p>No task named.</p>;
     case 'dead-letters': return <DeadLettersView session={session} />;
     case 'schedules': return <SchedulesView />;
+    case 'spend': return <SpendView />;
     default: return <OverviewView />;
   }
 }

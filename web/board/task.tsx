@@ -1,6 +1,6 @@
 /** One task: what it is, what it produced, its history and thread, its chain, and what one may do to it. */
 import { useState } from 'preact/hooks';
-import { act, get, type Session, type TaskDetail } from './api';
+import { act, get, type BudgetView, type Session, type TaskDetail } from './api';
 import { progressText } from '../../src/text/words';
 import { LineageGraph } from './graph';
 import { ActionButton, Badge, JsonTree, Loading, Problem, Recipient, Section, TaskLink, When, short, statusLabel, useLoad } from './ui';
@@ -8,6 +8,23 @@ import { ActionButton, Badge, JsonTree, Loading, Problem, Recipient, Section, Ta
 const openStatuses = ['pending', 'claimed', 'in_progress', 'input_required'];
 const count = (n: number) => n.toLocaleString('en');
 const dollars = (usd: number | null) => (usd === null ? '—' : `$${usd.toFixed(4)}`);
+
+/** The nearest budget over the task's chain against what was spent, and whether the work left waits. */
+function BudgetLine({ budget }: { budget: BudgetView }) {
+  const [own] = budget.budgets;
+  if (!own) return null;
+  const spent = [
+    own.tokens_limit !== null ? `${count(own.tokens_spent)} of ${count(own.tokens_limit)} tokens` : undefined,
+    own.usd_limit !== null ? `${dollars(own.usd_spent)} of ${dollars(own.usd_limit)}` : undefined,
+  ].filter(Boolean).join(' and ');
+  const left = [budget.tokens_left !== null ? `${count(budget.tokens_left)} tokens` : undefined, budget.usd_left !== null ? dollars(budget.usd_left) : undefined].filter(Boolean).join(' and ');
+  return (
+    <p class={budget.spent ? 'problem-inline' : undefined} data-budget={budget.spent ? 'spent' : 'left'}>
+      <strong>Budget</strong> (set on <TaskLink id={own.task_id} />, {own.on_spent === 'ask' ? 'asks its sender' : 'fails the rest'} when spent): {spent} spent;{' '}
+      {!budget.spent ? `left: ${left}` : own.on_spent === 'ask' ? 'spent: the work left under it waits for its sender to raise it' : 'spent: the work left under it failed'}.
+    </p>
+  );
+}
 const size = (n: number | null) => (n === null ? '—' : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
 
 export function TaskView({ id, session }: { id: string; session: Session }) {
@@ -62,6 +79,7 @@ export function TaskView({ id, session }: { id: string; session: Session }) {
         {data.artifacts.filter((a) => !a.uri && a.media_type.includes('json')).map((a) => <ArtifactJson key={a.name} taskId={task.id} name={a.name} />)}
       </Section>
       <Section title="Spent" id="spent">
+        {data.budget && <BudgetLine budget={data.budget} />}
         {data.usage.length === 0 ? <p class="muted">No run of this task has reported what it spent.</p> : (
           <div class="table-wrap" tabIndex={0} role="region" aria-label="what the task's runs spent (scrolls)">
             <table>

@@ -1,6 +1,6 @@
 /** The board's pages: overview, agents, tasks, one task, dead letters, schedules. */
 import { useContext, useState } from 'preact/hooks';
-import { act, get, statuses, type AgentRow, type DeadLetterRow, type Overview, type ScheduleRow, type Session, type Status, type TaskPage } from './api';
+import { act, get, statuses, type AgentRow, type DeadLetterRow, type Overview, type ScheduleRow, type Session, type SpendRowView, type Status, type TaskPage } from './api';
 import { rhythmOf } from '../../src/text/words';
 import { ActionButton, Badge, Feed, Loading, Problem, Recipient, Section, TaskLink, When, statusLabel, useLoad } from './ui';
 
@@ -230,6 +230,59 @@ export function SchedulesView() {
             </tbody>
           </table>
         </div>
+      )}
+    </Section>
+  );
+}
+
+/** Sums of the rows by one key, largest first by tokens. */
+function totals(rows: SpendRowView[], key: (r: SpendRowView) => string) {
+  const by = new Map<string, { tokens: number; cost: number | null; runs: number }>();
+  for (const r of rows) {
+    const had = by.get(key(r)) ?? { tokens: 0, cost: null, runs: 0 };
+    const cost = r.cost_usd === null ? had.cost : (had.cost ?? 0) + r.cost_usd;
+    by.set(key(r), { tokens: had.tokens + r.input_tokens + r.output_tokens + r.cached_tokens, cost, runs: had.runs + r.runs });
+  }
+  return [...by].sort((a, b) => b[1].tokens - a[1].tokens);
+}
+
+const tokens = (n: number) => n.toLocaleString('en');
+const usd = (n: number | null) => (n === null ? '—' : `$${n.toFixed(4)}`);
+
+/** What runs spent over the last two weeks, by agent and by model, and day by day. */
+export function SpendView() {
+  const { data, error } = useLoad(() => get<SpendRowView[]>('spend'), []);
+  const summary = (title: string, label: string, rows: ReturnType<typeof totals>, attr: string) => (
+    <div class="table-wrap" tabIndex={0} role="region" aria-label={`${title} (scrolls)`}>
+      <table>
+        <caption>{title}</caption>
+        <thead><tr><th scope="col">{label}</th><th scope="col">Runs</th><th scope="col">Tokens</th><th scope="col">Cost</th></tr></thead>
+        <tbody>{rows.map(([k, t]) => <tr key={k} {...{ [attr]: k }}><td>{k}</td><td>{t.runs}</td><td>{tokens(t.tokens)}</td><td>{usd(t.cost)}</td></tr>)}</tbody>
+      </table>
+    </div>
+  );
+  return (
+    <Section title="Spend, the last 14 days">
+      <Problem error={error} />
+      {!data ? !error && <Loading what="spend" /> : data.length === 0 ? <p class="muted">No run reported what it spent in the last 14 days.</p> : (
+        <>
+          {summary('By agent', 'Agent', totals(data, (r) => r.agent_id), 'data-spend-agent')}
+          {summary('By model', 'Model', totals(data, (r) => r.model), 'data-spend-model')}
+          <div class="table-wrap" tabIndex={0} role="region" aria-label="day by day (scrolls)">
+            <table>
+              <caption>Day by day (UTC)</caption>
+              <thead><tr><th scope="col">Day</th><th scope="col">Agent</th><th scope="col">Model</th><th scope="col">Runs</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cached</th><th scope="col">Cost</th></tr></thead>
+              <tbody>
+                {[...data].reverse().map((r) => (
+                  <tr key={`${r.day}-${r.agent_id}-${r.model}`}>
+                    <td>{r.day}</td><td>{r.agent_id}</td><td>{r.model}</td><td>{r.runs}</td><td>{tokens(r.input_tokens)}</td>
+                    <td>{tokens(r.output_tokens)}</td><td>{tokens(r.cached_tokens)}</td><td>{usd(r.cost_usd)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
       )}
     </Section>
   );
