@@ -160,14 +160,14 @@ isOneToOne: false
                   ]
                 },"agents": {
                   Row: {
-                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"daily_token_cap": number | null,"daily_usd_cap": number | null,"display_name": string | null,"id": string,"incarnation": string | null,"incarnation_started_at": string | null,"is_active": boolean,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"spend_capped_until": string | null,"status_message": string | null,"updated_at": string
+                    "capabilities": (string)[],"comms_endpoint": string | null,"created_at": string,"daily_token_cap": number | null,"daily_usd_cap": number | null,"display_name": string | null,"id": string,"incarnation": string | null,"incarnation_heard_at": string | null,"incarnation_started_at": string | null,"is_active": boolean,"last_heartbeat": string | null,"max_concurrent": number,"poll_interval": string | null,"skills_offered": NonNullable<Json>,"spend_capped_until": string | null,"status_message": string | null,"updated_at": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"daily_token_cap"?: number | null,"daily_usd_cap"?: number | null,"display_name"?: string | null,"id": string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"spend_capped_until"?: string | null,"status_message"?: string | null,"updated_at"?: string
+                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"daily_token_cap"?: number | null,"daily_usd_cap"?: number | null,"display_name"?: string | null,"id": string,"incarnation"?: string | null,"incarnation_heard_at"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"spend_capped_until"?: string | null,"status_message"?: string | null,"updated_at"?: string
                   }
                   Update: {
-                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"daily_token_cap"?: number | null,"daily_usd_cap"?: number | null,"display_name"?: string | null,"id"?: string,"incarnation"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"spend_capped_until"?: string | null,"status_message"?: string | null,"updated_at"?: string
+                    "capabilities"?: (string)[],"comms_endpoint"?: string | null,"created_at"?: string,"daily_token_cap"?: number | null,"daily_usd_cap"?: number | null,"display_name"?: string | null,"id"?: string,"incarnation"?: string | null,"incarnation_heard_at"?: string | null,"incarnation_started_at"?: string | null,"is_active"?: boolean,"last_heartbeat"?: string | null,"max_concurrent"?: number,"poll_interval"?: string | null,"skills_offered"?: NonNullable<Json>,"spend_capped_until"?: string | null,"status_message"?: string | null,"updated_at"?: string
                   }
                   Relationships: [
                     
@@ -1883,6 +1883,7 @@ isOneToOne: false
 "display_name": string | null,
 "id": string,
 "incarnation": string | null,
+"incarnation_heard_at": string | null,
 "incarnation_started_at": string | null,
 "is_active": boolean,
 "last_heartbeat": string | null,

@@ -82,6 +82,8 @@ export const Agent = z.object({
   daily_token_cap: z.number().nullable(),
   daily_usd_cap: z.union([z.number(), z.string()]).transform(Number).nullable(),
   spend_capped_until: timestamp.nullable(),
+  /** When the current incarnation's process last named itself in a heartbeat; null until it does (one begun by hand never does). */
+  incarnation_heard_at: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -89,7 +91,7 @@ export type Agent = z.infer<typeof Agent>;
 
 /** An agent as discovery sees it: online means running and heard from within the offline window. */
 // The presence view shows who is there, not what an operator capped.
-export const AgentPresence = Agent.omit({ daily_token_cap: true, daily_usd_cap: true, spend_capped_until: true }).extend({ is_online: z.boolean() });
+export const AgentPresence = Agent.omit({ daily_token_cap: true, daily_usd_cap: true, spend_capped_until: true, incarnation_heard_at: true }).extend({ is_online: z.boolean() });
 export type AgentPresence = z.infer<typeof AgentPresence>;
 
 export const Task = z.object({

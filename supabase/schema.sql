@@ -74,7 +74,8 @@ create table public.agents (
   incarnation_started_at timestamp with time zone,
   daily_token_cap bigint,
   daily_usd_cap numeric(14,6),
-  spend_capped_until timestamp with time zone
+  spend_capped_until timestamp with time zone,
+  incarnation_heard_at timestamp with time zone
 );
 alter table public.agents enable row level security;
 
@@ -1147,15 +1148,18 @@ CREATE OR REPLACE FUNCTION baton_private.check_incarnation(agent text)
 AS $function$
 declare
   mine uuid := baton_private.request_incarnation();
-  current_one uuid;
-  since timestamptz;
+  a public.agents;
 begin
+  select * into a from public.agents x where x.id = agent;
   if mine is not null then
-    select a.incarnation, a.incarnation_started_at into current_one, since from public.agents a where a.id = agent;
-    if current_one is distinct from mine then
-      raise exception 'agent % is run by a newer process now (since %); this process was superseded', agent, since
+    if a.incarnation is distinct from mine then
+      raise exception 'agent % is run by a newer process now (since %); this process was superseded', agent, a.incarnation_started_at
         using errcode = 'BT016', hint = 'Stop this process: a process started later as the same agent took over its claims. Run one daemon per agent.';
     end if;
+  elsif a.incarnation is not null and a.incarnation_heard_at is not null and baton_private.is_online(a) then
+    raise exception 'agent % is run by a daemon (its process since %); a caller that names no process cannot claim its work meanwhile', agent, a.incarnation_started_at
+      using errcode = 'BT016',
+            hint = 'An older daemon of this agent: stop it (docs/upgrading.md). To claim by hand: stop the daemon first (if it is gone without saying so, say it: baton status --restarted). Run one worker per agent.';
   end if;
   return mine;
 end
@@ -3258,7 +3262,14 @@ begin
   set last_heartbeat = now(),
       is_active = coalesce(p_active, true),
       status_message = coalesce(p_status_message, a.status_message),
-      poll_interval = coalesce(p_poll_interval, a.poll_interval)
+      poll_interval = coalesce(p_poll_interval, a.poll_interval),
+      incarnation_heard_at = case when p_incarnation is not null and coalesce(p_active, true) then now() else a.incarnation_heard_at end,
+      -- A daemon going away ends its incarnation; a process that named none ends one left by a daemon
+      -- that went away without saying so (the agent offline since).
+      incarnation = case
+        when p_incarnation is not null and not coalesce(p_active, true) then null
+        when p_incarnation is null and a.incarnation is not null and not baton_private.is_online(a) then null
+        else a.incarnation end
   where a.id = me and (p_incarnation is null or a.incarnation is not distinct from p_incarnation)
   returning a.* into row;
   if row.id is null then
@@ -3747,6 +3758,18 @@ begin
   if tg_op = 'INSERT' or new.skills_offered is distinct from old.skills_offered then
     perform baton_private.check_json_shape(new.skills_offered, 'skills_offered');
   end if;
+  return new;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.tg_agents__new_incarnation()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  new.incarnation_heard_at := null;
   return new;
 end
 $function$
@@ -4814,6 +4837,8 @@ CREATE TRIGGER step2_quota BEFORE INSERT ON public.agent_messages FOR EACH ROW W
 
 CREATE TRIGGER step3_validate BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
 
+CREATE TRIGGER new_incarnation BEFORE UPDATE ON public.agents FOR EACH ROW WHEN ((new.incarnation IS DISTINCT FROM old.incarnation)) EXECUTE FUNCTION baton_private.tg_agents__new_incarnation();
+
 CREATE TRIGGER step1_heard_from BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__heard_from();
 
 CREATE TRIGGER step1_said_active BEFORE UPDATE OF is_active ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__said_active();
@@ -5403,6 +5428,8 @@ function: baton_private.tg_agents__heard_from() EXECUTE to postgres
 
 function: baton_private.tg_agents__limit_json() EXECUTE to postgres
 
+function: baton_private.tg_agents__new_incarnation() EXECUTE to postgres
+
 function: baton_private.tg_agents__said_active() EXECUTE to postgres
 
 function: baton_private.tg_agents__validate() EXECUTE to postgres
@@ -5859,6 +5886,8 @@ comment on column public.agents.id is 'A slug such as cheenu: lower-case letters
 
 comment on column public.agents.incarnation is 'The process running as this agent now: set when a daemon starts (begin_incarnation), which hands back every claim an earlier process left. A heartbeat naming another incarnation is refused (BT016): that process was superseded.';
 
+comment on column public.agents.incarnation_heard_at is 'When the process of the current incarnation last named itself in a heartbeat; null until it does (an incarnation begun by hand never does).';
+
 comment on column public.agents.incarnation_started_at is 'When the current incarnation began (server time).';
 
 comment on column public.agents.is_active is 'True once the agent is heard from; a clean stop (a daemon shutting down, or baton status --stopped) sets it false.';
@@ -6127,7 +6156,7 @@ comment on function baton_private.chain_usage(p_task_id uuid) is 'What a task an
 
 comment on function baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, and until when does it hold (baton_private.claim_expires_at)? With p_renew, restarts the leases of those that are current.';
 
-comment on function baton_private.check_incarnation(agent text) is 'The incarnation the request names (null by hand), after checking that it is still the agent''s current one (else BT016: superseded).';
+comment on function baton_private.check_incarnation(agent text) is 'The incarnation the request names (null by hand), after checking that it is still the agent''s current one (else BT016: superseded); a request that names none is refused (BT016) while the agent is run by a process that names one (an incarnation, the agent online).';
 
 comment on function baton_private.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) is 'Claims up to p_limit tasks (never beyond the agent''s free capacity): addressed ones first, then broadcasts it can do, highest priority then oldest. Concurrent callers never get the same task.';
 
