@@ -57,6 +57,15 @@ async function worker(): Promise<TestAgent> {
 }
 
 describe('Baton over A2A, with the official client', () => {
+  it('takes a budget from the message\'s metadata, and refuses one it cannot read', async () => {
+    const [target, caller] = await Promise.all([newAgent('a2a-budget'), newAgent('a2a-budget-caller')]);
+    const client = await clientFor(target.id);
+    const made = await client.sendMessage(send('Within budget', { metadata: { budget: { tokens: 5000, onSpent: 'fail' } } }, true), as(caller.token)) as { id: string };
+    expect(await caller.client.budget(made.id)).toMatchObject({ tokens_left: 5000, budgets: [expect.objectContaining({ on_spent: 'fail', set_by: caller.id })] });
+    await expect(client.sendMessage(send('Bad budget', { metadata: { budget: { tokens: 'lots' } } }, true), as(caller.token)))
+      .rejects.toThrow(/metadata\.budget must be/);
+  });
+
   it('publishes a valid card per agent, built from its capabilities', async () => {
     const w = await newAgent('a2a-card', { capabilities: ['math', 'charts'] });
     const client = await clientFor(w.id);

@@ -262,3 +262,33 @@ describe('baton mcp, hand-offs as MCP tasks', () => {
     expect(woke.filter((why) => why === 'answered here' || why === 'pushed').length, woke.join(', ')).toBeGreaterThan(0);
   });
 });
+
+describe('baton mcp under a budget', () => {
+  it('hands off with a budget, and neither claims nor starts work under a spent one (BT017), as every path', async () => {
+    const [lead, worker] = await Promise.all([newAgent('mcpb-lead'), newAgent('mcpb-worker')]);
+    const [leading, working] = await Promise.all([host(lead), host(worker)]);
+    const sent = await leading.client.callTool({ name: 'handoff', arguments: { to: worker.id, title: 'budgeted', allow_offline: true, budget: { tokens: 100 } } }) as CallToolResult;
+    expect(sent.isError, JSON.stringify(sent.content)).toBeFalsy();
+    const root = (sent.structuredContent as { task: { id: string } }).task.id;
+    expect(await lead.client.budget(root)).toMatchObject({ tokens_left: 100, spent: false });
+    // The worker claims it without starting, hands on a part, and a run reports what spends the budget.
+    const claimed = await working.client.callTool({ name: 'claim', arguments: { task: root, start: false } }) as CallToolResult;
+    expect(claimed.isError, JSON.stringify(claimed.content)).toBeFalsy();
+    const part = await worker.client.handoff({ to: worker.id, title: 'part', parentTaskId: root });
+    const held = await worker.client.getTask(root);
+    await worker.client.recordUsage(root, held.claim_token, { runtime: 'test', model: 'scripted', inputTokens: 150, outputTokens: 0 });
+    for (const [name, args] of [['claim', { task: part.id }], ['claim', {}], ['start', { task: root }]] as const) {
+      const refused = await working.client.callTool({ name, arguments: args }) as CallToolResult;
+      const said = JSON.stringify(refused.content);
+      if (name === 'claim' && !('task' in args)) {
+        // The next claimable task: there is none, the part being held.
+        expect(said).toContain('Nothing to claim right now.');
+        continue;
+      }
+      expect(refused.isError, said).toBe(true);
+      expect(said).toContain('BT017');
+    }
+    expect((await worker.client.getTask(root)).status).toBe('claimed');
+    expect((await worker.client.getTask(part.id)).status_reason).toMatch(/^held: the budget on task /);
+  });
+});
