@@ -116,6 +116,12 @@ function script() {
         const title = `[s:budget] step ${Number(at[1]) + 1}${at[3] ? ` (next: ${at[3]})` : ''}`;
         return run(`${baton} handoff ${at[2]} "${title}" --parent ${task} --allow-offline --json`);
       }
+      case 'bounce': {
+        // Hands the work on: at the start to the agent named, then back to whoever sent it.
+        if (steps > 0) return { text: 'bounced' };
+        const to = /\(next: ([a-z0-9-]+)\)/.exec(turn.all)?.[1] ?? /handed to you by the agent "([^"]+)"/.exec(turn.all)?.[1];
+        return run(`${baton} handoff ${to} "[s:bounce] bounce" --parent ${task} --json`);
+      }
       case 'chain':
         return steps === 0 ? run(`${baton} handoff ${/next: ([a-z0-9-]+)/.exec(turn.all)?.[1]} "[s:artifact] the second part" --parent ${task} --json`) : { text: 'handed on' };
       default:
@@ -353,6 +359,33 @@ describe('a chain under a budget, across two CLIs', () => {
     const shown = parsed<{ budget: { tokens_left: number } }>(await cliAs(sender.token, stack)('show', root.id, '--json'));
     expect(shown.budget.tokens_left).toBe(1_000_000 - spent);
   }, 400_000);
+});
+
+describe('a loop under a budget', () => {
+  it('stops two agents handing the same work back and forth by its budget, before the depth limit', async () => {
+    const sender = await newAgent('sender');
+    const { agent: b } = await worker(clis[1]!);
+    const { agent: a } = await worker(clis[0]!);
+    // About 260 tokens a run (two turns): the second run spends 400.
+    const root = await sender.client.handoff({ to: a.id, title: `[s:bounce] start (next: ${b.id})`, budget: { tokens: 400 } });
+    const held = await eventually(async () => {
+      const waiting = (await sender.client.chain(root.id)).find((t) => t.status === 'pending' && t.status_reason?.startsWith('held:'));
+      return waiting && (await sender.client.budget(root.id))?.spent && waiting;
+    }, 240_000, 'a hop of the loop held by the budget');
+    // Stopped before the depth limit (5): the hop held is the last; every run before it finishes (one
+    // claimed before the run ahead of it reported its spend runs to its end, and its hand-off is held).
+    expect(held.depth).toBeLessThan(5);
+    const chain = await eventually(async () => {
+      const now = await sender.client.chain(root.id);
+      return now.filter((t) => t.id !== held.id).every((t) => t.status === 'completed') && now;
+    }, 120_000, 'every run before the held hop to finish');
+    expect(chain.some((t) => t.depth > held.depth), JSON.stringify(chain.map((t) => [t.depth, t.status]))).toBe(false);
+    const addressee = held.to_agent === a.id ? a : b;
+    await expect(addressee.client.claim(held.id)).rejects.toMatchObject({ code: 'BT017' });
+    const spent = (await sender.client.budget(root.id))!.budgets[0]!;
+    expect(spent.tokens_spent).toBeGreaterThanOrEqual(400);
+    await (addressee === a ? b : a).client.cancel(held.id, 'the loop is stopped');
+  }, 300_000);
 });
 
 /** The processes whose command line names the task (the CLI's folder or the agent's marker). */

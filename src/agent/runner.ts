@@ -290,7 +290,10 @@ export class TaskRunner {
    * looks: an answer that came first has already put the task back in progress.
    */
   private async answered(task: Task, signal: AbortSignal, log: Logger, handedOver: Set<string>): Promise<string | undefined> {
-    const [asked] = await this.deps.client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    // The newest question asked as the agent; the database's own to the sender about a spent budget is
+    // not the run's to wait for.
+    const asked = (await this.deps.client.messages({ taskId: task.id, kind: 'question', limit: 5 }))
+      .find((m) => (m.body as { budget?: unknown } | null)?.budget === undefined);
     const runStarted = Date.parse(task.claimed_at ?? task.updated_at);
     if (!asked || handedOver.has(asked.id) || Date.parse(asked.created_at) < runStarted) return undefined;
     handedOver.add(asked.id);

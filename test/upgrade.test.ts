@@ -1,0 +1,137 @@
+/**
+ * An upgrade as docs/upgrading.md says, from the previous release to the working tree: the release is
+ * built from git into a cache by scripts/release-runtime.mjs (its own node_modules, its own dist), its stack is loaded with work in
+ * every state while its daemon works, the stack is stopped and started again by today's code on the
+ * same folder, and the daemon of the previous release goes on through it. Nothing is lost, nothing runs
+ * twice, and a question asked before the upgrade is answered into the run that asked it.
+ */
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAdminClient } from '../src/client/admin.js';
+import { createBatonClient } from '../src/client/agent.js';
+import { createAgent, type BatonAgent } from '../src/agent/daemon.js';
+import { silentLogger } from '../src/logger.js';
+import type { parseSigningKey } from '../src/tokens.js';
+import { startStack, type Stack } from '../src/stack/index.js';
+import { freePort } from '../src/stack/ports.js';
+import { eventually, fast } from './daemon-helpers.js';
+import { makeStackDir, removeStackFolder } from './global-setup.js';
+// @ts-expect-error: a plain ES module of the scripts folder, without types
+import { ensureRelease, previousRelease } from '../scripts/release-runtime.mjs';
+
+interface Release {
+  startStack: typeof startStack;
+  createAdminClient: typeof createAdminClient;
+  parseSigningKey: typeof parseSigningKey;
+  createBatonClient: (o: Record<string, unknown>) => { handoff(i: Record<string, unknown>): Promise<{ id: string }>; cancel(id: string, why: string): Promise<unknown> };
+  createAgent: (o: Record<string, unknown>) => { start(): Promise<void>; stop(o?: { graceSeconds?: number }): Promise<void> };
+}
+
+let release: Release;
+let dir: string;
+let ports: { apiPort: number; dbPort: number };
+let stack: Stack | undefined;
+const daemons: Array<{ stop(o?: { graceSeconds?: number }): Promise<void> }> = [];
+
+beforeAll(async () => {
+  const built = ensureRelease() as string;
+  release = await import(path.join(built, 'dist', 'index.js')) as Release;
+  dir = makeStackDir('baton-upgrade-');
+  const apiPort = await freePort();
+  ports = { apiPort, dbPort: await freePort([apiPort]) };
+}, 900_000);
+
+afterAll(async () => {
+  await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 }).catch(() => undefined)));
+  await stack?.stop();
+  if (dir) removeStackFolder(dir);
+});
+
+describe(`an upgrade from ${previousRelease} to the working tree`, () => {
+  it('keeps every task, token and schedule, runs nothing twice, and answers a question asked before it into its run', async () => {
+    // The previous release's stack, with its agents, work in every state and its daemon at work.
+    const old = await release.startStack({ dir, ...ports });
+    const env = old.env;
+    const key = { publishableKey: env.SUPABASE_PUBLISHABLE_KEY };
+    const admin = release.createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: release.parseSigningKey(env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
+    const agents: Record<string, string> = Object.fromEntries(await Promise.all(['sender', 'worker', 'away', 'later'].map(async (name) =>
+      [name, (await admin.createAgent({ id: `upgrade-${name}` })).token] as const)));
+    const sender = release.createBatonClient({ url: env.SUPABASE_URL, ...key, token: agents.sender });
+    await admin.createSchedule({ name: 'upgrade-nightly', schedule: '0 6 * * *', from: 'upgrade-sender', to: 'upgrade-worker', template: { title: 'Nightly' } });
+
+    const runs = new Map<string, number>();
+    const answers = new Map<string, string>();
+    let releaseSlow!: () => void;
+    const slowDone = new Promise<void>((resolve) => { releaseSlow = resolve; });
+    const worker = release.createAgent({
+      url: env.SUPABASE_URL, ...key, token: agents.worker, ...fast, log: silentLogger,
+      executors: {
+        '*': async (task: { id: string; title: string }, ctx: { ask(q: string): Promise<string>; attempt: number }) => {
+          runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
+          if (task.title === 'fails') throw new Error('cannot');
+          if (task.title === 'asks') {
+            const answer = await ctx.ask('Which colour?');
+            answers.set(task.id, answer);
+            return { status: 'success', summary: `painted ${answer} in attempt ${ctx.attempt}` };
+          }
+          if (task.title === 'slow') await slowDone;
+          return { status: 'success', summary: `did ${task.title}` };
+        },
+      },
+    });
+    daemons.push(worker);
+    await worker.start();
+
+    const made = {
+      done: await sender.handoff({ to: 'upgrade-worker', title: 'done' }),
+      fails: await sender.handoff({ to: 'upgrade-worker', title: 'fails', maxAttempts: 1 }),
+      asks: await sender.handoff({ to: 'upgrade-worker', title: 'asks' }),
+      slow: await sender.handoff({ to: 'upgrade-worker', title: 'slow' }),
+      waiting: await sender.handoff({ to: 'upgrade-away', title: 'waiting', allowOffline: true }),
+      withdrawn: await sender.handoff({ to: 'upgrade-away', title: 'withdrawn', allowOffline: true }),
+    };
+    await sender.cancel(made.withdrawn.id, 'not needed');
+    const readAs = (token: string | undefined) => createBatonClient({ url: env.SUPABASE_URL, ...key, token: token! });
+    const status = async (id: string) => {
+      const { data } = await admin.db.from('task_handoffs').select('status').eq('id', id).single();
+      return (data as { status: string } | null)?.status;
+    };
+    await eventually(async () => (await status(made.done.id)) === 'completed' && (await status(made.fails.id)) === 'failed'
+      && (await status(made.asks.id)) === 'input_required' && (await status(made.slow.id)) === 'in_progress', 60_000, 'work in every state');
+    const before = Object.fromEntries(await Promise.all(Object.entries(made).map(async ([name, t]) => [name, await status(t.id)] as const)));
+
+    // The upgrade, as docs/upgrading.md says: stop the stack, start it with the new code on the same folder.
+    await old.stop();
+    stack = await startStack({ dir, ...ports });
+    const upgraded = createAdminClient({ url: stack.env.SUPABASE_URL, secretKey: stack.env.SUPABASE_SECRET_KEY });
+
+    // Every task as it was; tokens and the schedule kept; the new tables there.
+    const senderNow = readAs(agents.sender);
+    for (const [name, t] of Object.entries(made)) expect([name, (await senderNow.getTask(t.id)).status]).toEqual([name, before[name]]);
+    expect((await upgraded.listSchedules()).find((s) => s.name === 'upgrade-nightly')).toMatchObject({ enabled: true });
+    expect(await senderNow.budget(made.done.id)).toBeNull();
+
+    // The question asked before the upgrade is answered into the run that asked it; the slow run ends.
+    await senderNow.answer(made.asks.id, 'blue');
+    releaseSlow();
+    const finished = async (id: string) => eventually(async () => { const t = await senderNow.getTask(id); return t.status === 'completed' && t; }, 60_000, `task ${id} to complete`);
+    expect((await finished(made.asks.id)).result?.summary).toBe('painted blue in attempt 1');
+    expect((await finished(made.slow.id)).attempts).toBe(1);
+    expect(answers.get(made.asks.id)).toBe('blue');
+
+    // Today's daemon, for the agent that was away, takes what waited; the old daemon works on beside it.
+    const away = createAgent({ url: stack.env.SUPABASE_URL, publishableKey: stack.env.SUPABASE_PUBLISHABLE_KEY, token: agents.away!, ...fast, log: silentLogger,
+      executors: { '*': async (task) => { runs.set(task.id, (runs.get(task.id) ?? 0) + 1); return { status: 'success', summary: `did ${task.title} after the upgrade` }; } } }) as BatonAgent;
+    daemons.push(away);
+    await away.start();
+    expect((await finished(made.waiting.id)).result?.summary).toBe('did waiting after the upgrade');
+    const afterwards = await senderNow.handoff({ to: 'upgrade-worker', title: 'after', budget: { tokens: 1000 } });
+    expect((await finished(afterwards.id)).result?.summary).toBe('did after');
+
+    // Nothing ran twice; the cancelled and the failed stayed so.
+    for (const t of [made.done, made.fails, made.asks, made.slow, made.waiting, afterwards]) expect([t.id, runs.get(t.id)]).toEqual([t.id, 1]);
+    expect(runs.has(made.withdrawn.id)).toBe(false);
+    expect((await senderNow.getTask(made.withdrawn.id)).status).toBe('cancelled');
+    expect((await senderNow.getTask(made.fails.id)).status).toBe('failed');
+  }, 600_000);
+});
