@@ -192,12 +192,12 @@ Examples:
       const config = configOf(command);
       const client = await agentClient(config);
       const id = await client.resolveTaskId(prefix);
-      const task = await withBeat(client, client.getTask(id));
-      const [events, messages, usage, chain, budget] = await Promise.all([
-        client.events(id), client.messages({ taskId: id, limit: 200 }), client.runs(id),
+      const [task, events, messages, usage, chain] = await withBeat(client, Promise.all([
+        client.getTask(id), client.events(id), client.messages({ taskId: id, limit: 200 }), client.runs(id),
         opts.chain ? client.chainUsage(id) : undefined,
-        task.budget_id ? client.budget(id) : undefined,
-      ]);
+      ]));
+      // A task under no budget (most) costs no request more.
+      const budget = task.budget_id ? await client.budget(id) : undefined;
       emit(config, { task, events, messages: messages.reverse(), usage, ...(chain ? { chain } : {}), ...(budget ? { budget } : {}) }, taskDetail);
     });
 
