@@ -31,6 +31,8 @@ let release: Release;
 let dir: string;
 let ports: { apiPort: number; dbPort: number };
 let stack: Stack | undefined;
+/** The previous release's stack, until the test stops it for the upgrade: stopped after the test if not. */
+let oldStack: { stop(): Promise<void> } | undefined;
 const daemons: Array<{ stop(o?: { graceSeconds?: number }): Promise<void> }> = [];
 
 beforeAll(async () => {
@@ -43,14 +45,19 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(daemons.map((d) => d.stop({ graceSeconds: 0 }).catch(() => undefined)));
-  await stack?.stop();
-  if (dir) removeStackFolder(dir);
+  try {
+    await oldStack?.stop();
+    await stack?.stop();
+  } finally {
+    if (dir) removeStackFolder(dir);
+  }
 });
 
 describe(`an upgrade from ${previousRelease} to the working tree`, () => {
   it('keeps every task, token and schedule, runs nothing twice, and answers a question asked before it into its run', async () => {
     // The previous release's stack, with its agents, work in every state and its daemon at work.
     const old = await release.startStack({ dir, ...ports });
+    oldStack = old;
     const env = old.env;
     const key = { publishableKey: env.SUPABASE_PUBLISHABLE_KEY };
     const admin = release.createAdminClient({ url: env.SUPABASE_URL, secretKey: env.SUPABASE_SECRET_KEY, signingKey: release.parseSigningKey(env.BATON_SIGNING_KEY, 'BATON_SIGNING_KEY') });
@@ -102,6 +109,7 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
 
     // The upgrade, as docs/upgrading.md says: stop the stack, start it with the new code on the same folder.
     await old.stop();
+    oldStack = undefined;
     stack = await startStack({ dir, ...ports });
     const upgraded = createAdminClient({ url: stack.env.SUPABASE_URL, secretKey: stack.env.SUPABASE_SECRET_KEY });
 
