@@ -9,7 +9,8 @@ import type { Logger } from 'pino';
 import type { BatonClient, Outcome } from '../client/agent.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import { BatonError, isRetryable, MissingOutputsError, OutputSchemaError } from '../errors.js';
-import type { AgentPresence, Budget, Task, TaskBudget, TaskResult, TaskStatus } from '../schemas.js';
+import type { AgentPresence, Task, TaskBudget, TaskResult, TaskStatus } from '../schemas.js';
+import { budgetAmounts } from '../text/words.js';
 import {
   BudgetSpentError, builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, UnavailableError, selectExecutor, toResult, type BudgetLeft, type ExecutorContext, type Executors,
 } from './executors.js';
@@ -258,7 +259,7 @@ export class TaskRunner {
         Object.assign(left, budgetLeft(now));
         const spent = now?.budgets.find((b) => b.spent_at);
         if (now?.spent && spent && !budget.signal.aborted) {
-          const why = `the budget on task ${spent.task_id} is spent (${spentText(spent)})`;
+          const why = `the budget on task ${spent.task_id} is spent (${budgetAmounts(spent)})`;
           log.warn({ budgetTask: spent.task_id }, `stopping: ${why}`);
           budget.abort(new BudgetSpentError(why));
         }
@@ -346,14 +347,6 @@ function budgetEnv(left: BudgetLeft): Record<string, string> {
     ...(left.tokens !== undefined ? { BATON_BUDGET_TOKENS_LEFT: String(left.tokens) } : {}),
     ...(left.usd !== undefined ? { BATON_BUDGET_USD_LEFT: String(left.usd) } : {}),
   };
-}
-
-/** "1200 of 1000 tokens and $0.5 of $0.4", as a person reads a budget. */
-export function spentText(b: Budget): string {
-  return [
-    b.tokens_limit !== null ? `${b.tokens_spent} of ${b.tokens_limit} tokens` : undefined,
-    b.usd_limit !== null ? `$${Number(b.usd_spent.toFixed(4))} of $${Number(b.usd_limit.toFixed(4))}` : undefined,
-  ].filter(Boolean).join(' and ');
 }
 
 /** Why an agent cannot run a task, naming what it would need. */

@@ -1,7 +1,7 @@
 /** How tasks, events and messages read at a terminal. */
 import type { AgentPresence, Artifact, ChainUsage, LineageRow, Message, SpendRow, Task, TaskBudget, TaskEvent, TaskRun } from '../schemas.js';
 import { ago, fields, paint, table } from './format.js';
-import { progressText, rhythmOf } from './words.js';
+import { budgetAmounts, progressText, rhythmOf } from './words.js';
 
 export { progressText, rhythmOf };
 
@@ -106,10 +106,7 @@ const dollars = (usd: number | null) => (usd === null ? null : `$${usd.toFixed(4
 function budgetLine(b: TaskBudget): string {
   const [own] = b.budgets;
   if (!own) return 'none';
-  const amounts = [
-    own.tokens_limit !== null ? `${own.tokens_spent} of ${own.tokens_limit} tokens` : undefined,
-    own.usd_limit !== null ? `$${own.usd_spent.toFixed(4)} of $${own.usd_limit.toFixed(4)}` : undefined,
-  ].filter(Boolean).join(' and ');
+  const amounts = budgetAmounts(own);
   const left = [b.tokens_left !== null ? `${b.tokens_left} tokens` : undefined, b.usd_left !== null ? `$${b.usd_left.toFixed(4)}` : undefined].filter(Boolean).join(' and ');
   return `${amounts} spent (set on task ${own.task_id}, ${own.on_spent} when spent); ${b.spent ? paint('red', 'spent: the work left waits') : `left: ${left}`}`;
 }

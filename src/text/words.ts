@@ -22,3 +22,11 @@ export function rhythmOf(agent: { poll_interval: string | null }): string | unde
   const seconds = intervalSeconds(agent.poll_interval);
   return seconds === undefined ? agent.poll_interval ?? undefined : formatDuration(seconds);
 }
+
+/** "1200 of 1000 tokens and $0.5 of $0.4": what a budget spent against its limits, as a person reads it. */
+export function budgetAmounts(b: { tokens_limit: number | null; tokens_spent: number; usd_limit: number | null; usd_spent: number }): string {
+  return [
+    b.tokens_limit !== null ? `${b.tokens_spent} of ${b.tokens_limit} tokens` : undefined,
+    b.usd_limit !== null ? `$${Number(b.usd_spent.toFixed(4))} of $${Number(b.usd_limit.toFixed(4))}` : undefined,
+  ].filter(Boolean).join(' and ');
+}
