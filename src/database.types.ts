@@ -8,14 +8,14 @@ export type Database = {
           Tables: {
             "agent_daily_spend": {
                   Row: {
-                    "agent_id": string,"day": string,"tokens": number,"usd": number
+                    "agent_id": string,"behalf_tokens": number,"behalf_usd": number,"day": string,"tokens": number,"usd": number
                   }
                   ComputedFields: never
                   Insert: {
-                    "agent_id": string,"day": string,"tokens"?: number,"usd"?: number
+                    "agent_id": string,"behalf_tokens"?: number,"behalf_usd"?: number,"day": string,"tokens"?: number,"usd"?: number
                   }
                   Update: {
-                    "agent_id"?: string,"day"?: string,"tokens"?: number,"usd"?: number
+                    "agent_id"?: string,"behalf_tokens"?: number,"behalf_usd"?: number,"day"?: string,"tokens"?: number,"usd"?: number
                   }
                   Relationships: [
                     {

@@ -20,7 +20,9 @@ create table public.agent_daily_spend (
   agent_id text not null,
   day date not null,
   tokens bigint not null default 0,
-  usd numeric(14,6) not null default 0
+  usd numeric(14,6) not null default 0,
+  behalf_tokens bigint not null default 0,
+  behalf_usd numeric(14,6) not null default 0
 );
 alter table public.agent_daily_spend enable row level security;
 
@@ -948,7 +950,7 @@ CREATE OR REPLACE FUNCTION baton_private.budget_text(b public.task_budgets)
 AS $function$
   select pg_catalog.concat_ws(' and ',
     case when b.tokens_limit is not null then pg_catalog.format('%s of %s tokens', b.tokens_spent, b.tokens_limit) end,
-    case when b.usd_limit is not null then pg_catalog.format('$%s of $%s', pg_catalog.round(b.usd_spent, 4), pg_catalog.round(b.usd_limit, 4)) end)
+    case when b.usd_limit is not null then pg_catalog.format('%s of %s', baton_private.usd_text(b.usd_spent), baton_private.usd_text(b.usd_limit)) end)
 $function$
 ;
 
@@ -1991,7 +1993,8 @@ begin
       using errcode = 'BT017', hint = 'Ask for at most what is left (baton show <parent> says), or have the budget above raised first.';
   end if;
   if p_usd - coalesce(mine.usd_spent, 0) > left_usd then
-    raise exception 'task % asks for $% more, but its chain has $% left', t.id, p_usd - coalesce(mine.usd_spent, 0), greatest(left_usd, 0)
+    raise exception 'task % asks for % more, but its chain has % left', t.id,
+      baton_private.usd_text(p_usd - coalesce(mine.usd_spent, 0)), baton_private.usd_text(greatest(left_usd, 0))
       using errcode = 'BT017', hint = 'Ask for at most what is left (baton show <parent> says), or have the budget above raised first.';
   end if;
   insert into public.task_budgets as b (task_id, parent_budget, set_by, tokens_limit, usd_limit, on_spent)
@@ -2616,6 +2619,7 @@ declare
   me text := baton_private.require_agent();
   t public.task_handoffs := baton_private.lock_task(p_task_id, me);
   r public.task_runs;
+  spent bigint := coalesce(p_input_tokens, 0) + coalesce(p_output_tokens, 0) + coalesce(p_cached_tokens, 0);
 begin
   if t.status in ('completed', 'failed', 'rejected', 'cancelled') then
     if t.claimed_by is distinct from me then
@@ -2648,11 +2652,11 @@ begin
     reports = x.reports + 1,
     updated_at = pg_catalog.now()
   returning * into r;
-  -- What the run spent counts against the budgets over the task and the agent's day.
+  -- What the run spent counts against the budgets over the task, the agent's day and its sender's.
   if t.budget_id is not null then
-    perform baton_private.spend_budget(t, coalesce(p_input_tokens, 0) + coalesce(p_output_tokens, 0) + coalesce(p_cached_tokens, 0), coalesce(p_cost_usd, 0), me);
+    perform baton_private.spend_budget(t, spent, coalesce(p_cost_usd, 0), me);
   end if;
-  perform baton_private.spend_daily(me, coalesce(p_input_tokens, 0) + coalesce(p_output_tokens, 0) + coalesce(p_cached_tokens, 0), coalesce(p_cost_usd, 0));
+  perform baton_private.spend_daily(me, t.from_agent, spent, coalesce(p_cost_usd, 0));
   return r;
 end
 $function$
@@ -3381,24 +3385,33 @@ end
 $function$
 ;
 
-CREATE OR REPLACE FUNCTION baton_private.spend_daily(agent text, p_tokens bigint, p_usd numeric)
+CREATE OR REPLACE FUNCTION baton_private.spend_daily(worker text, sender text, p_tokens bigint, p_usd numeric)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
 declare
-  a public.agents;
-  d public.agent_daily_spend;
   today date := (pg_catalog.now() at time zone 'UTC')::date;
+  who text;
+  mine boolean;
+  d public.agent_daily_spend;
 begin
-  insert into public.agent_daily_spend as x (agent_id, day, tokens, usd) values (agent, today, p_tokens, p_usd)
-  on conflict (agent_id, day) do update set tokens = x.tokens + excluded.tokens, usd = x.usd + excluded.usd
-  returning * into d;
-  select * into a from public.agents where id = agent;
-  if (a.daily_token_cap is not null and d.tokens >= a.daily_token_cap) or (a.daily_usd_cap is not null and d.usd >= a.daily_usd_cap) then
-    update public.agents set spend_capped_until = ((today + 1)::timestamp at time zone 'UTC') where id = agent;
-  end if;
+  -- The sender is charged apart only when it is another agent (a task sent to oneself is one's own).
+  foreach who in array pg_catalog.array_remove(array[worker, nullif(sender, worker)], null) loop
+    mine := who = worker;
+    insert into public.agent_daily_spend as x (agent_id, day, tokens, usd, behalf_tokens, behalf_usd)
+    values (who, today, case when mine then p_tokens else 0 end, case when mine then p_usd else 0 end,
+            case when mine then 0 else p_tokens end, case when mine then 0 else p_usd end)
+    on conflict (agent_id, day) do update set
+      tokens = x.tokens + excluded.tokens, usd = x.usd + excluded.usd,
+      behalf_tokens = x.behalf_tokens + excluded.behalf_tokens, behalf_usd = x.behalf_usd + excluded.behalf_usd
+    returning * into d;
+    update public.agents a set spend_capped_until = ((today + 1)::timestamp at time zone 'UTC')
+    where a.id = who and a.spend_capped_until is distinct from ((today + 1)::timestamp at time zone 'UTC')
+      and ((a.daily_token_cap is not null and d.tokens + d.behalf_tokens >= a.daily_token_cap)
+        or (a.daily_usd_cap is not null and d.usd + d.behalf_usd >= a.daily_usd_cap));
+  end loop;
 end
 $function$
 ;
@@ -3725,6 +3738,30 @@ begin
         or new.task_id is distinct from old.task_id or new.body <> old.body or new.kind <> old.kind
         or new.created_at <> old.created_at or new.reply_to_id is distinct from old.reply_to_id then
     raise exception 'a sent message cannot change' using errcode = 'BT005', hint = 'Send a new message instead.';
+  end if;
+  return new;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.tg_agents__daily_caps()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  today date := (pg_catalog.now() at time zone 'UTC')::date;
+  d public.agent_daily_spend;
+begin
+  select * into d from public.agent_daily_spend x where x.agent_id = new.id and x.day = today;
+  new.spend_capped_until := case
+    when (new.daily_token_cap is not null and coalesce(d.tokens + d.behalf_tokens, 0) >= new.daily_token_cap)
+      or (new.daily_usd_cap is not null and coalesce(d.usd + d.behalf_usd, 0) >= new.daily_usd_cap)
+    then (today + 1)::timestamp at time zone 'UTC' end;
+  -- Lifted: its daemon hears of it at once (it would otherwise wait for its slow safety-net poll).
+  if old.spend_capped_until > pg_catalog.now() and new.spend_capped_until is null then
+    perform realtime.send(jsonb_build_object('tasks', '[]'::jsonb), 'work', 'agent:' || new.id, true);
   end if;
   return new;
 end
@@ -4277,6 +4314,31 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__spend_cap()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  until timestamptz;
+begin
+  if new.from_agent is distinct from baton_private.current_agent_id() then
+    return new;
+  end if;
+  select a.spend_capped_until into until from public.agents a where a.id = new.from_agent;
+  -- The follow-up a completion names goes in with it: the work done is never refused for what it costs.
+  if until > pg_catalog.now() and not (new.idempotency_key = 'follow-up:' || new.parent_task_id and exists (
+    select from public.task_handoffs p where p.id = new.parent_task_id and p.status = 'completed' and p.claimed_by = new.from_agent)) then
+    raise exception 'agent "%" reached its daily cap of spend and hands no work on until %', new.from_agent, until
+      using errcode = 'BT018',
+            hint = 'The cap counts its own runs and the runs of the tasks it handed on; an operator can raise agents.daily_token_cap or daily_usd_cap.';
+  end if;
+  return new;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__transition()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -4494,6 +4556,14 @@ CREATE OR REPLACE FUNCTION baton_private.usage_slot()
  STABLE
  SET search_path TO ''
 AS $function$ begin return (pg_catalog.pg_backend_pid() % 64)::smallint; end $function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.usd_text(amount numeric)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$ select '$' || pg_catalog.to_char(pg_catalog.round(amount, 4), 'FM999999999990.0099') $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.use_quota(agent text, what text, quota integer, setting text)
@@ -4837,6 +4907,8 @@ CREATE TRIGGER step2_quota BEFORE INSERT ON public.agent_messages FOR EACH ROW W
 
 CREATE TRIGGER step3_validate BEFORE INSERT ON public.agent_messages FOR EACH ROW WHEN ((new.kind <> 'result'::public.message_kind)) EXECUTE FUNCTION baton_private.tg_agent_messages__validate();
 
+CREATE TRIGGER daily_caps BEFORE UPDATE ON public.agents FOR EACH ROW WHEN (((new.daily_token_cap IS DISTINCT FROM old.daily_token_cap) OR (new.daily_usd_cap IS DISTINCT FROM old.daily_usd_cap))) EXECUTE FUNCTION baton_private.tg_agents__daily_caps();
+
 CREATE TRIGGER new_incarnation BEFORE UPDATE ON public.agents FOR EACH ROW WHEN ((new.incarnation IS DISTINCT FROM old.incarnation)) EXECUTE FUNCTION baton_private.tg_agents__new_incarnation();
 
 CREATE TRIGGER step1_heard_from BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__heard_from();
@@ -4870,6 +4942,8 @@ CREATE TRIGGER step2_limit_json_on_change BEFORE UPDATE ON public.task_handoffs 
 CREATE TRIGGER step2_prepare_insert BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__prepare_insert();
 
 CREATE TRIGGER step3_quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN ((current_setting('baton.batch'::text, true) IS DISTINCT FROM 'on'::text)) EXECUTE FUNCTION baton_private.tg_task_handoffs__quota();
+
+CREATE TRIGGER step3_spend_cap BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__spend_cap();
 
 CREATE TRIGGER step3_status_allowed BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (NOT COALESCE(
         CASE old.status
@@ -5364,7 +5438,7 @@ function: baton_private.settings() EXECUTE to service_role
 
 function: baton_private.spend_budget(t public.task_handoffs, p_tokens bigint, p_usd numeric, agent text) EXECUTE to postgres
 
-function: baton_private.spend_daily(agent text, p_tokens bigint, p_usd numeric) EXECUTE to postgres
+function: baton_private.spend_daily(worker text, sender text, p_tokens bigint, p_usd numeric) EXECUTE to postgres
 
 function: baton_private.spend_report(p_agent_id text, p_task_id uuid, p_since timestamp with time zone) EXECUTE to authenticated
 
@@ -5424,6 +5498,8 @@ function: baton_private.tg_agent_messages__quota() EXECUTE to postgres
 
 function: baton_private.tg_agent_messages__validate() EXECUTE to postgres
 
+function: baton_private.tg_agents__daily_caps() EXECUTE to postgres
+
 function: baton_private.tg_agents__heard_from() EXECUTE to postgres
 
 function: baton_private.tg_agents__limit_json() EXECUTE to postgres
@@ -5464,6 +5540,8 @@ function: baton_private.tg_task_handoffs__quota() EXECUTE to postgres
 
 function: baton_private.tg_task_handoffs__refuse_transition() EXECUTE to postgres
 
+function: baton_private.tg_task_handoffs__spend_cap() EXECUTE to postgres
+
 function: baton_private.tg_task_handoffs__transition() EXECUTE to postgres
 
 function: baton_private.tg_task_handoffs__validate() EXECUTE to postgres
@@ -5473,6 +5551,8 @@ function: baton_private.tg_task_handoffs__wait_on_dependencies() EXECUTE to post
 function: baton_private.tg_task_status_transitions__compile() EXECUTE to postgres
 
 function: baton_private.usage_slot() EXECUTE to postgres
+
+function: baton_private.usd_text(amount numeric) EXECUTE to postgres
 
 function: baton_private.use_quota(agent text, what text, quota integer, setting text) EXECUTE to postgres
 
@@ -5853,6 +5933,10 @@ view: public.waiting_tasks DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER
 view: public.waiting_tasks DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to service_role
 
 -- comments ----------------------------------------------------------------------------------------
+
+comment on column public.agent_daily_spend.behalf_tokens is 'Tokens spent this day by other agents'' runs of tasks this agent sent.';
+
+comment on column public.agent_daily_spend.behalf_usd is 'USD spent this day by other agents'' runs of tasks this agent sent (where reported).';
 
 comment on column public.agent_messages.body is 'The content, JSON (at most 64 KiB); plain text arrives as {"text": "..."}.';
 
@@ -6308,7 +6392,7 @@ comment on function public.task_inputs(p_task_id uuid) is 'The artifacts a task 
 
 comment on table baton_private.pending_beats is 'Beats queued by record_beat() (the request check calls it) and written as the request commits (trigger note_at_commit): a refused request never updates its agent''s row. Empty outside a transaction.';
 
-comment on table public.agent_daily_spend is 'What each agent''s runs spent per UTC day (tokens: input, cached and output; USD where reported), against its daily caps.';
+comment on table public.agent_daily_spend is 'What each agent spent per UTC day (tokens: input, cached and output; USD where reported): tokens and usd by its own runs, behalf_tokens and behalf_usd by other agents'' runs of tasks it handed them. The daily caps weigh the sum.';
 
 comment on table public.agent_messages is 'Messages between agents. Sent only as oneself; readable by sender, recipient, or everyone when to_agent is null.';
 

@@ -414,7 +414,7 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
       const page = await open(board, `#/task/${root.id}`);
       await page.locator('tr[data-usage="claude-sonnet-4-5"]').waitFor();
       await page.locator('tr[data-chain-usage]').first().waitFor();
-      expect(await page.locator('tr[data-usage="claude-sonnet-4-5"]').textContent()).toMatch(/^1claudeclaude-sonnet-4-51,00020050 ?3\$0\.5000$/);
+      expect(await page.locator('tr[data-usage="claude-sonnet-4-5"]').textContent()).toMatch(/^1claudeclaude-sonnet-4-51,00020050 ?3\$0\.50$/);
       expect(await page.locator('tr[data-chain-usage]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-chain-usage')))).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-5', 'gpt-5.1-codex']);
       expect(await page.locator('tr[data-chain-usage="gpt-5.1-codex"]').textContent()).toBe('gpt-5.1-codex1300303—');
       // The chain's budget against what the root and its child spent (1,262 and 333 tokens).
@@ -428,7 +428,7 @@ describe.skipIf(!chromiumPath)('baton board in a browser', () => {
       }
       const spend = await open(board, '#/spend');
       await spend.locator(`tr[data-spend-agent="${worker.id}"]`).waitFor();
-      expect(await spend.locator(`tr[data-spend-agent="${worker.id}"]`).textContent()).toBe(`${worker.id}31,595$0.5010`);
+      expect(await spend.locator(`tr[data-spend-agent="${worker.id}"]`).textContent()).toBe(`${worker.id}31,595$0.501`);
       expect(await spend.locator('tr[data-spend-model="gpt-5.1-codex"]').textContent()).toBe('gpt-5.1-codex1333—');
       await spend.close();
     }

@@ -91,7 +91,7 @@ describe('a budget along a chain', () => {
     await worker.client.recordUsage(parent.id, parentHeld.claim_token, usage(10, 0.3));
     // What is left is $0.70: a part may take less, never more.
     await expect(worker.client.fanOut(parent.id, [{ to: worker.id, title: 'greedy', budget: { usd: 0.8 } }]))
-      .rejects.toMatchObject({ code: 'BT017', message: expect.stringContaining('asks for $0.8') });
+      .rejects.toMatchObject({ code: 'BT017', message: expect.stringContaining('asks for $0.80 more, but its chain has $0.70 left') });
     const fan = await worker.client.fanOut(parent.id, [
       { to: worker.id, title: 'part a', budget: { usd: 0.5 } },
       { to: worker.id, title: 'part b' },
@@ -180,6 +180,35 @@ describe('a daily cap per agent', () => {
     expect(own).not.toBeNull();
     await untyped(admin.db).from('agents').update({ daily_token_cap: null, spend_capped_until: null }).eq('id', worker.id);
     expect((await worker.client.claim(second.id)).status).toBe('claimed');
+  });
+
+  it('counts what other agents spent on an agent\'s behalf: at the cap it neither claims nor hands work on', async () => {
+    const [lead, worker, other] = await Promise.all([newAgent('behalf-lead'), newAgent('behalf-worker'), newAgent('behalf-other')]);
+    await untyped(admin.db).from('agents').update({ daily_token_cap: 500 }).eq('id', lead.id);
+    const work = await lead.client.handoff({ to: worker.id, title: 'on the lead\'s behalf' });
+    const forLead = await other.client.handoff({ to: lead.id, title: 'for the lead to do' });
+    await spend(worker, work, 600);
+    // The worker's day has its own run; the lead's has it on its behalf.
+    const { data: days } = await untyped(admin.db).from('agent_daily_spend').select('agent_id, tokens, behalf_tokens').in('agent_id', [lead.id, worker.id]);
+    expect(days).toEqual(expect.arrayContaining([
+      { agent_id: worker.id, tokens: 600, behalf_tokens: 0 },
+      { agent_id: lead.id, tokens: 0, behalf_tokens: 600 },
+    ]));
+    // At its cap, the lead hands nothing on by any path, and claims nothing; its worker goes on.
+    await refusal(lead.client.handoff({ to: worker.id, title: 'more' }), 'BT018');
+    expect(await lead.client.handoffMany([{ to: worker.id, title: 'more, in a batch' }])).toEqual([expect.objectContaining({ index: 0, code: 'BT018' })]);
+    await refusal(lead.client.claim(forLead.id), 'BT018');
+    const again = await lead.client.handoff({ to: worker.id, title: 'not yet' }).catch((err: Error) => err);
+    expect((again as Error).message).toMatch(/reached its daily cap of spend and hands no work on until/);
+    // The worker at its own cap completes what it holds, with the follow-up it names.
+    await untyped(admin.db).from('agents').update({ daily_token_cap: 100 }).eq('id', worker.id);
+    await refusal(worker.client.handoff({ to: lead.id, title: 'from a capped worker' }), 'BT018');
+    const done = await worker.client.complete(work.id, (await worker.client.getTask(work.id)).claim_token!, { status: 'success', summary: 'done', handoff: { to_agent: lead.id, title: 'review it' } });
+    expect(done.status).toBe('completed');
+    expect((await lead.client.chain(work.id)).map((t) => t.title)).toContain('review it');
+    // The operator raises it above the day so far: the lead goes on at once.
+    await untyped(admin.db).from('agents').update({ daily_token_cap: 10_000 }).eq('id', lead.id);
+    expect((await lead.client.handoff({ to: worker.id, title: 'lifted' })).status).toBe('pending');
   });
 });
 

@@ -20,7 +20,7 @@ import type { Task } from '../src/schemas.js';
 import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
 import { daemon, eventually } from './daemon-helpers.js';
 import { cliAs, parsed } from './cli.js';
-import { newAgent, stack, type TestAgent } from './helpers.js';
+import { admin, newAgent, stack, untyped, type TestAgent } from './helpers.js';
 import { startModelServer, type Entry, type ModelServer, type Reply, type Turn, type Usage } from './model-server.js';
 
 const paths = ensureCodingAgents({ log: () => undefined }) as { claude: string; codex: string; gemini: string };
@@ -75,6 +75,8 @@ const spentByTask = new Map<string, Map<string, Usage>>();
 const failures = new Map<string, number[]>();
 /** Tasks whose key the provider refuses until the test lets it through. */
 const refused = new Set<string>();
+/** Whether the model still refuses the `fail-first` scenario (the test lets the retry through). */
+let brokenUntilRetried = true;
 
 const apis = { anthropic: 'claude', openai: 'codex', gemini: 'gemini' } as const;
 
@@ -121,6 +123,16 @@ function script() {
         if (steps > 0) return { text: 'bounced' };
         const to = /\(next: ([a-z0-9-]+)\)/.exec(turn.all)?.[1] ?? /handed to you by the agent "([^"]+)"/.exec(turn.all)?.[1];
         return run(`${baton} handoff ${to} "[s:bounce] bounce" --parent ${task} --json`);
+      }
+      case 'part':
+        return { text: 'part done' };
+      case 'fail-first':
+        // Refused by the model until the test lets it through (the retry's run).
+        return brokenUntilRetried ? { status: 400, error: 'provider rejected the request' } : { text: 'done on the retry' };
+      case 'greedy': {
+        // Asks for a bigger budget than its chain has left, and says what Baton answered.
+        if (steps > 0) return { text: `Baton said: ${turn.entries.filter((e: Entry) => e.role === 'tool').map((e: Entry) => e.text).join(' ').slice(0, 600)}` };
+        return run(`${baton} handoff ${/\(next: ([a-z0-9-]+)\)/.exec(turn.all)?.[1]} "[s:part] more" --parent ${task} --budget-tokens 900M --json`);
       }
       case 'chain':
         return steps === 0 ? run(`${baton} handoff ${/next: ([a-z0-9-]+)/.exec(turn.all)?.[1]} "[s:artifact] the second part" --parent ${task} --json`) : { text: 'handed on' };
@@ -386,6 +398,56 @@ describe('a loop under a budget', () => {
     expect(spent.tokens_spent).toBeGreaterThanOrEqual(400);
     await (addressee === a ? b : a).client.cancel(held.id, 'the loop is stopped');
   }, 300_000);
+});
+
+describe('a fan-out, a retry and a daily cap under one budget, across two CLIs', () => {
+  it('spends the budget by every part and the retry, refuses a greedy child, caps an agent, and shows a stranger nothing', async () => {
+    const [sender, stranger] = await Promise.all([newAgent('sender'), newAgent('stranger')]);
+    const { agent: claudeAgent } = await worker(clis[0]!);
+    const { agent: codexAgent } = await worker(clis[1]!);
+    const root = await sender.client.handoff({ to: sender.id, title: 'the whole job', budget: { tokens: 1_000_000 } });
+    // Three parts on both CLIs under the root's budget; one asks for more than its chain has left.
+    const fan = await sender.client.fanOut(root.id, [
+      { to: claudeAgent.id, title: '[s:part] part a' },
+      { to: codexAgent.id, title: '[s:part] part b' },
+      { to: claudeAgent.id, title: `[s:greedy] part c (next: ${codexAgent.id})` },
+    ]);
+    const parts = await Promise.all(fan.tasks.map((id) => finished(sender, id)));
+    expect(parts.map((t) => [t.status, t.budget_id])).toEqual(parts.map(() => ['completed', root.id]));
+    // The agent that asked saw the refusal, in Baton's words.
+    expect(parts[2]!.result?.summary).toMatch(/BT017|asks for \d+ more tokens, but its chain has \d+ left/);
+    expect((await sender.client.chain(root.id)).some((t) => t.title === '[s:part] more')).toBe(false);
+
+    // A part that failed, retried with the sender's CLI, draws on the same budget.
+    const broken = await sender.client.handoff({ to: claudeAgent.id, title: '[s:fail-first] part d', parentTaskId: root.id, maxAttempts: 1 });
+    expect((await finished(sender, broken.id)).status).toBe('failed');
+    brokenUntilRetried = false;
+    const retry = parsed<Task>(await cliAs(sender.token, stack)('retry', broken.id, '--json'));
+    expect(retry.budget_id).toBe(root.id);
+    const retried = await finished(sender, retry.id);
+    expect(retried.status, retried.status_reason ?? '').toBe('completed');
+
+    // What the budget spent is what the four runs reported.
+    const ran = [...fan.tasks, broken.id, retry.id];
+    const spent = ran.flatMap((id) => [...(spentByTask.get(id)?.values() ?? [])]).reduce((n, u) => n + u.input + u.output + u.cached, 0);
+    expect((await sender.client.budget(root.id))!.budgets[0]!.tokens_spent).toBe(spent);
+
+    // Codex's agent capped below what it spent today: its CLI claims nothing, its daemon leaves new work.
+    await untyped(admin.db).from('agents').update({ daily_token_cap: 1 }).eq('id', codexAgent.id);
+    const later = await sender.client.handoff({ to: codexAgent.id, title: '[s:part] part e', parentTaskId: root.id });
+    const claim = await cliAs(codexAgent.token, stack)('claim', later.id);
+    expect(claim.code).not.toBe(0);
+    expect(claim.stderr).toMatch(/reached its daily cap of spend/);
+    expect((await sender.client.getTask(later.id)).status).toBe('pending');
+    // Raised, the daemon takes it.
+    await untyped(admin.db).from('agents').update({ daily_token_cap: null }).eq('id', codexAgent.id);
+    expect((await finished(sender, later.id)).status).toBe('completed');
+
+    // A stranger reads nothing of the chain's budget or spend.
+    const budget = await cliAs(stranger.token, stack)('budget', root.id);
+    expect(budget.code).not.toBe(0);
+    expect(parsed<unknown[]>(await cliAs(stranger.token, stack)('spend', '--agent', codexAgent.id, '--json'))).toEqual([]);
+  }, 400_000);
 });
 
 /** The processes whose command line names the task (the CLI's folder or the agent's marker). */

@@ -1,7 +1,7 @@
 /** How tasks, events and messages read at a terminal. */
 import type { AgentPresence, Artifact, ChainUsage, LineageRow, Message, SpendRow, Task, TaskBudget, TaskEvent, TaskRun } from '../schemas.js';
 import { ago, fields, paint, table } from './format.js';
-import { budgetAmounts, progressText, rhythmOf } from './words.js';
+import { budgetAmounts, progressText, rhythmOf, usd } from './words.js';
 
 export { progressText, rhythmOf };
 
@@ -100,14 +100,14 @@ export function taskDetail({ task: t, events, messages, usage, chain, budget }: 
   return parts.join('\n');
 }
 
-const dollars = (usd: number | null) => (usd === null ? null : `$${usd.toFixed(4)}`);
+const dollars = (amount: number | null) => (amount === null ? null : usd(amount));
 
 /** "spent 1100 of 1000 tokens (on task 3f2a…): spent" — the nearest budget, and whether any above is spent. */
 function budgetLine(b: TaskBudget): string {
   const [own] = b.budgets;
   if (!own) return 'none';
   const amounts = budgetAmounts(own);
-  const left = [b.tokens_left !== null ? `${b.tokens_left} tokens` : undefined, b.usd_left !== null ? `$${b.usd_left.toFixed(4)}` : undefined].filter(Boolean).join(' and ');
+  const left = [b.tokens_left !== null ? `${b.tokens_left} tokens` : undefined, b.usd_left !== null ? usd(b.usd_left) : undefined].filter(Boolean).join(' and ');
   return `${amounts} spent (set on task ${own.task_id}, ${own.on_spent} when spent); ${b.spent ? paint('red', 'spent: the work left waits') : `left: ${left}`}`;
 }
 
@@ -117,7 +117,7 @@ export function budgetText(taskId: string, b: TaskBudget | null): string {
   return [budgetLine(b), '', table(b.budgets, [
     ['ON TASK', (x) => x.task_id],
     ['TOKENS', (x) => (x.tokens_limit === null ? null : `${x.tokens_spent} of ${x.tokens_limit}`)],
-    ['USD', (x) => (x.usd_limit === null ? null : `${x.usd_spent.toFixed(4)} of ${x.usd_limit.toFixed(4)}`)],
+    ['USD', (x) => (x.usd_limit === null ? null : `${usd(x.usd_spent)} of ${usd(x.usd_limit)}`)],
     ['WHEN SPENT', (x) => x.on_spent],
     ['SPENT AT', (x) => x.spent_at],
   ])].join('\n');

@@ -23,10 +23,15 @@ export function rhythmOf(agent: { poll_interval: string | null }): string | unde
   return seconds === undefined ? agent.poll_interval ?? undefined : formatDuration(seconds);
 }
 
-/** "1200 of 1000 tokens and $0.5 of $0.4": what a budget spent against its limits, as a person reads it. */
+/** An amount of money as people write it, as the database's budget words do: "$0.70", "$1.2345". */
+export function usd(amount: number): string {
+  return `$${amount.toFixed(4).replace(/0{1,2}$/, '')}`;
+}
+
+/** "1200 of 1000 tokens and $0.50 of $0.40": what a budget spent against its limits, as a person reads it. */
 export function budgetAmounts(b: { tokens_limit: number | null; tokens_spent: number; usd_limit: number | null; usd_spent: number }): string {
   return [
     b.tokens_limit !== null ? `${b.tokens_spent} of ${b.tokens_limit} tokens` : undefined,
-    b.usd_limit !== null ? `$${Number(b.usd_spent.toFixed(4))} of $${Number(b.usd_limit.toFixed(4))}` : undefined,
+    b.usd_limit !== null ? `${usd(b.usd_spent)} of ${usd(b.usd_limit)}` : undefined,
   ].filter(Boolean).join(' and ');
 }

@@ -1,13 +1,13 @@
 /** One task: what it is, what it produced, its history and thread, its chain, and what one may do to it. */
 import { useState } from 'preact/hooks';
 import { act, get, type BudgetView, type Session, type TaskDetail } from './api';
-import { progressText } from '../../src/text/words';
+import { progressText, usd } from '../../src/text/words';
 import { LineageGraph } from './graph';
 import { ActionButton, Badge, JsonTree, Loading, Problem, Recipient, Section, TaskLink, When, short, statusLabel, useLoad } from './ui';
 
 const openStatuses = ['pending', 'claimed', 'in_progress', 'input_required'];
 const count = (n: number) => n.toLocaleString('en');
-const dollars = (usd: number | null) => (usd === null ? '—' : `$${usd.toFixed(4)}`);
+const dollars = (amount: number | null) => (amount === null ? '—' : usd(amount));
 
 /** The nearest budget over the task's chain against what was spent, and whether the work left waits. */
 function BudgetLine({ budget }: { budget: BudgetView }) {

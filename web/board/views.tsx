@@ -1,7 +1,7 @@
 /** The board's pages: overview, agents, tasks, one task, dead letters, schedules. */
 import { useContext, useState } from 'preact/hooks';
 import { act, get, statuses, type AgentRow, type DeadLetterRow, type Overview, type ScheduleRow, type Session, type SpendRowView, type Status, type TaskPage } from './api';
-import { rhythmOf } from '../../src/text/words';
+import { rhythmOf, usd } from '../../src/text/words';
 import { ActionButton, Badge, Feed, Loading, Problem, Recipient, Section, TaskLink, When, statusLabel, useLoad } from './ui';
 
 export function OverviewView() {
@@ -247,7 +247,7 @@ function totals(rows: SpendRowView[], key: (r: SpendRowView) => string) {
 }
 
 const tokens = (n: number) => n.toLocaleString('en');
-const usd = (n: number | null) => (n === null ? '—' : `$${n.toFixed(4)}`);
+const money = (n: number | null) => (n === null ? '—' : usd(n));
 
 /** What runs spent over the last two weeks, by agent and by model, and day by day. */
 export function SpendView() {
@@ -257,7 +257,7 @@ export function SpendView() {
       <table>
         <caption>{title}</caption>
         <thead><tr><th scope="col">{label}</th><th scope="col">Runs</th><th scope="col">Tokens</th><th scope="col">Cost</th></tr></thead>
-        <tbody>{rows.map(([k, t]) => <tr key={k} {...{ [attr]: k }}><td>{k}</td><td>{t.runs}</td><td>{tokens(t.tokens)}</td><td>{usd(t.cost)}</td></tr>)}</tbody>
+        <tbody>{rows.map(([k, t]) => <tr key={k} {...{ [attr]: k }}><td>{k}</td><td>{t.runs}</td><td>{tokens(t.tokens)}</td><td>{money(t.cost)}</td></tr>)}</tbody>
       </table>
     </div>
   );
@@ -276,7 +276,7 @@ export function SpendView() {
                 {[...data].reverse().map((r) => (
                   <tr key={`${r.day}-${r.agent_id}-${r.model}`}>
                     <td>{r.day}</td><td>{r.agent_id}</td><td>{r.model}</td><td>{r.runs}</td><td>{tokens(r.input_tokens)}</td>
-                    <td>{tokens(r.output_tokens)}</td><td>{tokens(r.cached_tokens)}</td><td>{usd(r.cost_usd)}</td>
+                    <td>{tokens(r.output_tokens)}</td><td>{tokens(r.cached_tokens)}</td><td>{money(r.cost_usd)}</td>
                   </tr>
                 ))}
               </tbody>
