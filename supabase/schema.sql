@@ -4321,20 +4321,24 @@ CREATE OR REPLACE FUNCTION baton_private.tg_task_handoffs__spend_cap()
  SET search_path TO ''
 AS $function$
 declare
+  me text := baton_private.current_agent_id();
   until timestamptz;
 begin
-  if new.from_agent is distinct from baton_private.current_agent_id() then
-    return new;
+  if me is null then
+    return null;
   end if;
-  select a.spend_capped_until into until from public.agents a where a.id = new.from_agent;
+  select a.spend_capped_until into until from public.agents a where a.id = me;
   -- The follow-up a completion names goes in with it: the work done is never refused for what it costs.
-  if until > pg_catalog.now() and not (new.idempotency_key = 'follow-up:' || new.parent_task_id and exists (
-    select from public.task_handoffs p where p.id = new.parent_task_id and p.status = 'completed' and p.claimed_by = new.from_agent)) then
-    raise exception 'agent "%" reached its daily cap of spend and hands no work on until %', new.from_agent, until
+  if until > pg_catalog.now() and exists (
+    select from created c
+    where c.from_agent = me
+      and not (c.idempotency_key = 'follow-up:' || c.parent_task_id and exists (
+        select from public.task_handoffs p where p.id = c.parent_task_id and p.status = 'completed' and p.claimed_by = me))) then
+    raise exception 'agent "%" reached its daily cap of spend and hands no work on until %', me, until
       using errcode = 'BT018',
             hint = 'The cap counts its own runs and the runs of the tasks it handed on; an operator can raise agents.daily_token_cap or daily_usd_cap.';
   end if;
-  return new;
+  return null;
 end
 $function$
 ;
@@ -4933,6 +4937,8 @@ CREATE TRIGGER follow_change AFTER UPDATE ON public.task_handoffs REFERENCING OL
 
 CREATE TRIGGER follow_insert AFTER INSERT ON public.task_handoffs REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION baton_private.tg_task_handoffs__follow_insert();
 
+CREATE TRIGGER spend_cap AFTER INSERT ON public.task_handoffs REFERENCING NEW TABLE AS created FOR EACH STATEMENT EXECUTE FUNCTION baton_private.tg_task_handoffs__spend_cap();
+
 CREATE TRIGGER step1_keep_dependencies BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((new.depends_on IS DISTINCT FROM old.depends_on) OR (new.dependency_mode IS DISTINCT FROM old.dependency_mode) OR (new.on_dependency_failure IS DISTINCT FROM old.on_dependency_failure) OR (new.retry_of IS DISTINCT FROM old.retry_of))) EXECUTE FUNCTION baton_private.tg_task_handoffs__keep_dependencies();
 
 CREATE TRIGGER step1_limit_json BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__limit_json();
@@ -4942,8 +4948,6 @@ CREATE TRIGGER step2_limit_json_on_change BEFORE UPDATE ON public.task_handoffs 
 CREATE TRIGGER step2_prepare_insert BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__prepare_insert();
 
 CREATE TRIGGER step3_quota BEFORE INSERT ON public.task_handoffs FOR EACH ROW WHEN ((current_setting('baton.batch'::text, true) IS DISTINCT FROM 'on'::text)) EXECUTE FUNCTION baton_private.tg_task_handoffs__quota();
-
-CREATE TRIGGER step3_spend_cap BEFORE INSERT ON public.task_handoffs FOR EACH ROW EXECUTE FUNCTION baton_private.tg_task_handoffs__spend_cap();
 
 CREATE TRIGGER step3_status_allowed BEFORE UPDATE ON public.task_handoffs FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) AND (NOT COALESCE(
         CASE old.status

@@ -141,32 +141,38 @@ end
 $$;
 
 -- The rule for hand-offs: an agent at its daily cap hands nothing on, on any path (handoff,
--- handoff_tasks, retries, fan-out, REST), but for the follow-up its completion names. An operator's
--- inserts are not capped.
+-- handoff_tasks, retries, fan-out, REST), but for the follow-up its completion names. Checked once per
+-- statement (a batch of a thousand costs one look at the caller's row); an operator's inserts are not
+-- capped.
 create function baton_private.tg_task_handoffs__spend_cap()
 returns trigger
 language plpgsql security definer set search_path = ''
 as $$
 declare
+  me text := baton_private.current_agent_id();
   until timestamptz;
 begin
-  if new.from_agent is distinct from baton_private.current_agent_id() then
-    return new;
+  if me is null then
+    return null;
   end if;
-  select a.spend_capped_until into until from public.agents a where a.id = new.from_agent;
+  select a.spend_capped_until into until from public.agents a where a.id = me;
   -- The follow-up a completion names goes in with it: the work done is never refused for what it costs.
-  if until > pg_catalog.now() and not (new.idempotency_key = 'follow-up:' || new.parent_task_id and exists (
-    select from public.task_handoffs p where p.id = new.parent_task_id and p.status = 'completed' and p.claimed_by = new.from_agent)) then
-    raise exception 'agent "%" reached its daily cap of spend and hands no work on until %', new.from_agent, until
+  if until > pg_catalog.now() and exists (
+    select from created c
+    where c.from_agent = me
+      and not (c.idempotency_key = 'follow-up:' || c.parent_task_id and exists (
+        select from public.task_handoffs p where p.id = c.parent_task_id and p.status = 'completed' and p.claimed_by = me))) then
+    raise exception 'agent "%" reached its daily cap of spend and hands no work on until %', me, until
       using errcode = 'BT018',
             hint = 'The cap counts its own runs and the runs of the tasks it handed on; an operator can raise agents.daily_token_cap or daily_usd_cap.';
   end if;
-  return new;
+  return null;
 end
 $$;
 revoke all on function baton_private.tg_task_handoffs__spend_cap() from public, anon, authenticated;
-create trigger step3_spend_cap before insert on public.task_handoffs
-  for each row execute function baton_private.tg_task_handoffs__spend_cap();
+create trigger spend_cap after insert on public.task_handoffs
+  referencing new table as created
+  for each statement execute function baton_private.tg_task_handoffs__spend_cap();
 
 -- give_budget, as before, its refusal in money as people write it.
 create or replace function baton_private.give_budget(t public.task_handoffs, p_tokens bigint, p_usd numeric, p_on_spent text, agent text)
