@@ -16,6 +16,11 @@ create table baton_private.pending_beats (
   agent_id text not null
 );
 
+create table baton_private.spend_capped (
+  agent_id text not null,
+  until timestamp with time zone not null
+);
+
 create table public.agent_daily_spend (
   agent_id text not null,
   day date not null,
@@ -244,6 +249,10 @@ alter table public.task_status_transitions enable row level security;
 -- constraints -------------------------------------------------------------------------------------
 
 alter table baton_private.pending_beats add constraint note_at_commit TRIGGER DEFERRABLE INITIALLY DEFERRED;
+
+alter table baton_private.spend_capped add constraint spend_capped_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE;
+
+alter table baton_private.spend_capped add constraint spend_capped_pkey PRIMARY KEY (agent_id);
 
 alter table public.agent_daily_spend add constraint agent_daily_spend_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id) ON DELETE CASCADE;
 
@@ -3824,6 +3833,24 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.tg_agents__spend_capped()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if new.spend_capped_until is null then
+    delete from baton_private.spend_capped c where c.agent_id = new.id;
+  else
+    insert into baton_private.spend_capped as c (agent_id, until) values (new.id, new.spend_capped_until)
+    on conflict (agent_id) do update set until = excluded.until;
+  end if;
+  return null;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.tg_agents__validate()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -4327,9 +4354,14 @@ begin
   if me is null then
     return null;
   end if;
-  select a.spend_capped_until into until from public.agents a where a.id = me;
+  select c.until into until from baton_private.spend_capped c where c.agent_id = me;
+  -- Not capped: nothing more to read. (The query below, over the rows just made, is planned afresh at
+  -- every call, as a query over a transition table is: only a capped agent's hand-offs pay for it.)
+  if until is null or until <= pg_catalog.now() then
+    return null;
+  end if;
   -- The follow-up a completion names goes in with it: the work done is never refused for what it costs.
-  if until > pg_catalog.now() and exists (
+  if exists (
     select from created c
     where c.from_agent = me
       and not (c.idempotency_key = 'follow-up:' || c.parent_task_id and exists (
@@ -4914,6 +4946,8 @@ CREATE TRIGGER step3_validate BEFORE INSERT ON public.agent_messages FOR EACH RO
 CREATE TRIGGER daily_caps BEFORE UPDATE ON public.agents FOR EACH ROW WHEN (((new.daily_token_cap IS DISTINCT FROM old.daily_token_cap) OR (new.daily_usd_cap IS DISTINCT FROM old.daily_usd_cap))) EXECUTE FUNCTION baton_private.tg_agents__daily_caps();
 
 CREATE TRIGGER new_incarnation BEFORE UPDATE ON public.agents FOR EACH ROW WHEN ((new.incarnation IS DISTINCT FROM old.incarnation)) EXECUTE FUNCTION baton_private.tg_agents__new_incarnation();
+
+CREATE TRIGGER spend_capped AFTER UPDATE ON public.agents FOR EACH ROW WHEN ((new.spend_capped_until IS DISTINCT FROM old.spend_capped_until)) EXECUTE FUNCTION baton_private.tg_agents__spend_capped();
 
 CREATE TRIGGER step1_heard_from BEFORE INSERT OR UPDATE ON public.agents FOR EACH ROW EXECUTE FUNCTION baton_private.tg_agents__heard_from();
 
@@ -5512,6 +5546,8 @@ function: baton_private.tg_agents__new_incarnation() EXECUTE to postgres
 
 function: baton_private.tg_agents__said_active() EXECUTE to postgres
 
+function: baton_private.tg_agents__spend_capped() EXECUTE to postgres
+
 function: baton_private.tg_agents__validate() EXECUTE to postgres
 
 function: baton_private.tg_pending_beats__note() EXECUTE to postgres
@@ -5803,6 +5839,8 @@ schema: schema public USAGE to public
 schema: schema public USAGE to service_role
 
 table: baton_private.pending_beats DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
+
+table: baton_private.spend_capped DELETE, INSERT, MAINTAIN, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE to postgres
 
 table: public.agent_daily_spend SELECT to authenticated
 
