@@ -2,7 +2,8 @@
  * The package as a user gets it: `npm pack`, installed globally into a fresh prefix, and run from an
  * empty folder: stack, agents, hand-off, claim, complete, all through the installed `baton` command.
  * As root, all of it sits under a folder only root may enter (a home folder of 0700), which the
- * `postgres` user cannot: its binaries and its cluster must be found a place it can reach.
+ * `postgres` user cannot: its binaries and its cluster must be found a place it can reach. It installs
+ * and runs on the oldest Node the engines admit (scripts/oldest-node.mjs), the suite itself on a newer one.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,6 +13,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/stack/paths.js';
 import { freePort } from '../src/stack/ports.js';
 import { makeStackDir, removeStackFolder } from './global-setup.js';
+// @ts-expect-error: a plain JS script
+import { ensureOldestNode, oldestVersion } from '../scripts/oldest-node.mjs';
 
 const run = promisify(execFile);
 const work = makeStackDir('baton-package-');
@@ -19,18 +22,21 @@ const asRoot = process.getuid?.() === 0;
 if (asRoot) fs.chmodSync(work, 0o700);
 const prefix = path.join(work, 'prefix');
 const folder = path.join(work, 'empty');
-const npm = (args: string[]) => run('npm', args, { cwd: work, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_loglevel: 'error' } });
+// The oldest Node first on the PATH: npm and the installed `baton` (#!/usr/bin/env node) both run on it.
+const PATH = `${ensureOldestNode({ log: () => undefined }) as string}${path.delimiter}${process.env.PATH}`;
+const npm = (args: string[]) => run('npm', args, { cwd: work, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, PATH, npm_config_loglevel: 'error' } });
 
 afterAll(async () => {
   const baton = path.join(prefix, 'bin', 'baton');
-  if (fs.existsSync(baton)) await run(baton, ['stack', 'stop'], { cwd: folder }).catch(() => undefined);
+  if (fs.existsSync(baton)) await run(baton, ['stack', 'stop'], { cwd: folder, env: { ...process.env, PATH } }).catch(() => undefined);
   // The cluster made outside the folder, as root: this test's own, removed with it.
   removeStackFolder(folder);
   fs.rmSync(work, { recursive: true, force: true });
 });
 
 describe('the packed tarball', () => {
-  it('installs globally and runs the whole loop from an empty folder', async () => {
+  it('installs globally and runs the whole loop from an empty folder, on the oldest Node the engines admit', async () => {
+    expect((await run('node', ['--version'], { env: { ...process.env, PATH } })).stdout.trim()).toBe(`v${oldestVersion() as string}`);
     const { stdout: packed } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: packageRoot });
     const { filename, files } = (JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>)[0]!;
     const shipped = files.map((f) => f.path);
@@ -43,7 +49,7 @@ describe('the packed tarball', () => {
     fs.mkdirSync(folder, { mode: 0o755 });
     const baton = async (args: string[], token?: string) => {
       const { stdout } = await run(path.join(prefix, 'bin', 'baton'), args, {
-        cwd: folder, env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1', ...(token ? { BATON_AGENT_TOKEN: token } : {}) },
+        cwd: folder, env: { PATH, HOME: process.env.HOME, NO_COLOR: '1', ...(token ? { BATON_AGENT_TOKEN: token } : {}) },
       });
       return stdout;
     };
