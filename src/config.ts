@@ -5,6 +5,7 @@
  * `.env` with Baton's settings in it. Everything else receives a BatonConfig as an argument.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 
@@ -109,12 +110,51 @@ export class ConfigError extends Error {}
 
 /**
  * Settings of the running process rather than of a Baton project: how much it logs (LOG_LEVEL, with a
- * default that depends on the command) and whether it may colour its output (NO_COLOR).
+ * default that depends on the command), whether it may colour its output (NO_COLOR), the trace a command
+ * continues (TRACEPARENT and TRACESTATE, which a traced executor sets), the file named to hold the
+ * settings (BATON_ENV_FILE), whether a port was asked for rather than defaulted (BATON_API_PORT,
+ * BATON_DB_PORT), and the demo's pace (BATON_DEMO_STEP_MS).
  */
 export const processSettings = Object.freeze({
   logLevel: (fallback: string): string => process.env.LOG_LEVEL || fallback,
   color: (): boolean => !process.env.NO_COLOR,
+  parentTrace: (): { traceparent: string; tracestate: string | null } | undefined =>
+    (process.env.TRACEPARENT ? { traceparent: process.env.TRACEPARENT, tracestate: process.env.TRACESTATE ?? null } : undefined),
+  envFile: (): string | undefined => process.env.BATON_ENV_FILE || undefined,
+  portAsked: (port: 'apiPort' | 'dbPort'): string | undefined => envNames[port].map((name) => process.env[name]).find(Boolean),
+  demoStepMs: (): number => Number(process.env.BATON_DEMO_STEP_MS ?? 200),
 });
+
+/**
+ * Where the agent runtimes keep their own folders, as each one's own setting says (Baton installs its
+ * skill there and reads Gemini CLI's settings from there), else where each keeps them by default.
+ */
+export const runtimeHomes = Object.freeze({
+  openclaw: (): string => process.env.OPENCLAW_STATE_DIR?.replace(/^~(?=$|\/)/, os.homedir()) ?? path.join(os.homedir(), '.openclaw'),
+  claude: (): string => process.env.CLAUDE_CONFIG_DIR ?? path.join(os.homedir(), '.claude'),
+  codex: (): string => process.env.CODEX_HOME ?? path.join(os.homedir(), '.codex'),
+  // Gemini CLI's GEMINI_CLI_HOME stands for the home folder, under which it keeps .gemini.
+  gemini: (): string => path.join(process.env.GEMINI_CLI_HOME || os.homedir(), '.gemini'),
+});
+
+/** Whether the standard OpenTelemetry settings ask for traces (read without loading OpenTelemetry). */
+export function tracingWanted(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
+}
+
+/**
+ * Where traces go: to stderr as JSON (OTEL_TRACES_EXPORTER=console), or over OTLP/HTTP in the encoding
+ * the settings ask for (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL):
+ * http/protobuf unless they say otherwise, as the OpenTelemetry specification has it, or http/json.
+ * gRPC is not sent: a setting that asks for it is refused with what to set instead.
+ */
+export function traceExport(env: NodeJS.ProcessEnv = process.env): 'console' | 'http/protobuf' | 'http/json' {
+  if (env.OTEL_TRACES_EXPORTER === 'console') return 'console';
+  const asked = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim();
+  if (asked === 'http/protobuf' || asked === 'http/json') return asked;
+  throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL is "${asked}", which Baton does not send: set http/protobuf (the default) or http/json, and point the endpoint at the collector's OTLP/HTTP port (4318)`);
+}
 
 /** BATON_SIGNING_KEY holds the JWK itself or names a file that does; the JWK text is returned. */
 function readSigningKey(value: string | undefined, cwd: string): string | undefined {

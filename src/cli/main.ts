@@ -1,11 +1,10 @@
 #!/usr/bin/env node
 /** The `baton` command: builds the command tree (program.ts); errors leave through the one exit path below. */
-import nodeModule from 'node:module';
 import { CommanderError, type Command } from 'commander';
 import { exitCodes, toExitError } from './exit.js';
 import { buildProgram, errorLine } from './program.js';
 import { nodeTooOld } from './package.js';
-import { tracingWanted } from '../telemetry/settings.js';
+import { processSettings, tracingWanted } from '../config.js';
 import { transport } from '../client/transport.js';
 
 /**
@@ -25,7 +24,8 @@ async function traced(program: Command, argv: string[]): Promise<void> {
   const [{ context }, { contextOfTask, ending, startTracing, tracer }] = await Promise.all([import('@opentelemetry/api'), import('../telemetry/tracing.js')]);
   const stopTracing = await startTracing('baton');
   try {
-    const parent = process.env.TRACEPARENT ? contextOfTask({ traceparent: process.env.TRACEPARENT, tracestate: process.env.TRACESTATE }) : context.active();
+    const asked = processSettings.parentTrace();
+    const parent = asked ? contextOfTask(asked) : context.active();
     if (serving(argv)) {
       await context.with(parent, () => program.parseAsync(argv));
       return;
@@ -46,9 +46,6 @@ async function traced(program: Command, argv: string[]): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<number> {
-  // Node 22 and later keep what they compiled of the chunks a command loads, for the next call (a cron
-  // job or a HEARTBEAT script calls the CLI again and again); Node 20 has no such cache.
-  (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
   const tooOld = nodeTooOld();
   if (tooOld) {
     process.stderr.write(errorLine(argv, tooOld, null, 'NODE_VERSION'));

@@ -3,6 +3,7 @@
  * along with no LLM and no network. A real team swaps any of them for an LLM-backed shell command.
  */
 import type { ExecutorContext, Handler } from '../agent/executors.js';
+import { processSettings } from '../config.js';
 import type { ExpectedOutput, LineageRow } from '../schemas.js';
 import { finalStatuses } from '../schemas.js';
 
@@ -10,7 +11,7 @@ interface Competitor { name: string; url: string; pricing?: string }
 interface Comparison { name: string; api_style: string; auth: string; rate_limit: string; pricing: string | null }
 
 /** How long each step dawdles: long enough to watch (`npm run demo -- --board` sets 2500), short by default. */
-const stepMs = Number(process.env.BATON_DEMO_STEP_MS ?? 200);
+const stepMs = processSettings.demoStepMs();
 const pause = () => new Promise((resolve) => setTimeout(resolve, stepMs));
 
 export const competitorsSchema = {

@@ -11,8 +11,8 @@
  * (`--skip-trust`): it is made for the task and holds only what the task brought.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { runtimeHomes } from '../config.js';
 import { codingAgentRuntime, failureOfStatus, newSessionId, type CodingCli, type RunReport } from './coding-agent.js';
 
 interface GeminiTokens { input?: number; prompt?: number; candidates?: number; cached?: number; thoughts?: number }
@@ -35,7 +35,7 @@ const cli: CodingCli = {
   prepare(run) {
     const dir = path.join(run.home, '.gemini');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const own = path.join(process.env.GEMINI_CLI_HOME || os.homedir(), '.gemini', 'settings.json');
+    const own = path.join(runtimeHomes.gemini(), 'settings.json');
     const settings = fs.existsSync(own) ? fs.readFileSync(own, 'utf8') : JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } });
     fs.writeFileSync(path.join(dir, 'settings.json'), settings, { mode: 0o600 });
     // The tools the agent may use, as rules of Gemini CLI's policy engine: each named tool, and `baton`.

@@ -7,10 +7,10 @@
  * which the database records on the tasks it hands off.
  */
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
-import { otlpProtocol, tracingWanted } from './settings.js';
+import { traceExport, tracingWanted } from '../config.js';
 import { context, createContextKey, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type SpanContext, TraceFlags } from '@opentelemetry/api';
 
-export { otlpProtocol, tracingWanted };
+export { traceExport, tracingWanted };
 
 export const tracer = trace.getTracer('baton');
 
@@ -25,8 +25,9 @@ export const tracing = () => enabled;
  */
 export async function startTracing(serviceName: string): Promise<() => Promise<void>> {
   if (enabled || !tracingWanted()) return async () => undefined;
-  const toConsole = process.env.OTEL_TRACES_EXPORTER === 'console';
-  const protocol = toConsole ? 'http/json' : otlpProtocol();
+  const exportTo = traceExport();
+  const toConsole = exportTo === 'console';
+  const protocol = toConsole ? 'http/json' : exportTo;
   const [sdk, { OTLPTraceExporter }, { AsyncLocalStorageContextManager }, core, resources] = await Promise.all([
     import('@opentelemetry/sdk-trace'),
     protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { projectRoot, type BatonConfig } from '../../config.js';
+import { processSettings, projectRoot, type BatonConfig } from '../../config.js';
 import { paint } from '../../text/format.js';
 import { checkApi, configOf } from '../context.js';
 import { exitCodes } from '../exit.js';
@@ -45,7 +45,8 @@ function nodeFinding(): Finding {
 
 /** Where the settings come from, and whether a file holding secrets is readable by others. */
 function settingsFinding(cwd: string): Finding {
-  const named = process.env.BATON_ENV_FILE ? path.resolve(cwd, process.env.BATON_ENV_FILE) : undefined;
+  const envFile = processSettings.envFile();
+  const named = envFile ? path.resolve(cwd, envFile) : undefined;
   const file = named ?? path.join(projectRoot(cwd), '.env');
   if (!fs.existsSync(file)) {
     return { check: 'settings', verdict: 'ok', said: `no .env here or in a folder above; settings come from flags and the environment` };

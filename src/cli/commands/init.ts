@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import type { BatonConfig } from '../../config.js';
+import { processSettings, type BatonConfig } from '../../config.js';
 import { BatonError } from '../../errors.js';
 import { adminClient, checkApi, cliEntry, configOf, settingsLines, writeSecretFile } from '../context.js';
 import { ExitError, exitCodes, usageError } from '../exit.js';
@@ -20,8 +20,8 @@ async function portsFor(config: BatonConfig, command: Command): Promise<{ apiPor
   const given = command.optsWithGlobals<{ apiPort?: string; dbPort?: string }>();
   const { assertPortFree, freePort } = await import('../../stack/ports.js');
   const usable = async (port: number, asked: unknown) => Boolean(asked) || assertPortFree(port, '', '').then(() => true, () => false);
-  const apiPort = (await usable(config.apiPort, given.apiPort || process.env.BATON_API_PORT)) ? config.apiPort : await freePort([config.dbPort]);
-  const dbPort = (await usable(config.dbPort, given.dbPort || process.env.BATON_DB_PORT)) ? config.dbPort : await freePort([apiPort]);
+  const apiPort = (await usable(config.apiPort, given.apiPort || processSettings.portAsked('apiPort'))) ? config.apiPort : await freePort([config.dbPort]);
+  const dbPort = (await usable(config.dbPort, given.dbPort || processSettings.portAsked('dbPort'))) ? config.dbPort : await freePort([apiPort]);
   return { apiPort, dbPort };
 }
 

@@ -1,9 +1,9 @@
 /** The Baton skill (AgentSkills' SKILL.md): where it ships, and installing it where agent runtimes load skills. */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { packageRoot } from '../../stack/paths.js';
+import { runtimeHomes } from '../../config.js';
 import { configOf } from '../context.js';
 import { usageError } from '../exit.js';
 import { emit } from '../output.js';
@@ -23,17 +23,12 @@ interface InstallFlags {
 
 /** The skills folders the flags name, each with the runtime it is for. */
 function targetsOf(flags: InstallFlags): Array<{ folder: string; runtime: string }> {
-  const home = os.homedir();
   const targets: Array<{ folder: string; runtime: string }> = [];
-  if (flags.openclaw) {
-    const state = process.env.OPENCLAW_STATE_DIR?.replace(/^~(?=$|\/)/, home) ?? path.join(home, '.openclaw');
-    targets.push({ folder: path.join(state, 'skills'), runtime: 'OpenClaw (every agent of the gateway)' });
-  }
+  if (flags.openclaw) targets.push({ folder: path.join(runtimeHomes.openclaw(), 'skills'), runtime: 'OpenClaw (every agent of the gateway)' });
   if (flags.openclawWorkspace) targets.push({ folder: path.join(path.resolve(flags.openclawWorkspace), 'skills'), runtime: 'OpenClaw (the agent of this workspace)' });
-  if (flags.claude) targets.push({ folder: path.join(process.env.CLAUDE_CONFIG_DIR ?? path.join(home, '.claude'), 'skills'), runtime: 'Claude Code' });
-  if (flags.codex) targets.push({ folder: path.join(process.env.CODEX_HOME ?? path.join(home, '.codex'), 'skills'), runtime: 'Codex' });
-  // Gemini CLI's GEMINI_CLI_HOME stands for the home folder, under which it keeps .gemini.
-  if (flags.gemini) targets.push({ folder: path.join(process.env.GEMINI_CLI_HOME || home, '.gemini', 'skills'), runtime: 'Gemini CLI' });
+  if (flags.claude) targets.push({ folder: path.join(runtimeHomes.claude(), 'skills'), runtime: 'Claude Code' });
+  if (flags.codex) targets.push({ folder: path.join(runtimeHomes.codex(), 'skills'), runtime: 'Codex' });
+  if (flags.gemini) targets.push({ folder: path.join(runtimeHomes.gemini(), 'skills'), runtime: 'Gemini CLI' });
   if (flags.to) targets.push({ folder: path.resolve(flags.to), runtime: 'the folder given' });
   return targets;
 }
