@@ -79,16 +79,73 @@ function rpcCodeOf(err: { type?: string }, status: number): number {
 }
 
 export async function startA2AServer(options: A2AServerOptions): Promise<A2AServer> {
-  const { log } = options;
-  const clients = new Map<string, BatonClient>();
-  const following = new Set<object>();
-  const app = express();
-  let base = options.publicUrl ?? '';
+  return new A2AEndpoints(options).listen();
+}
+
+/** The server's routes: each agent's and capability's card and endpoint, the default agent's at /. */
+class A2AEndpoints {
+  private readonly clients = new Map<string, BatonClient>();
+  private readonly following = new Set<object>();
+  private readonly app = express();
+  private base: string;
+
+  constructor(private readonly options: A2AServerOptions) {
+    this.base = options.publicUrl ?? '';
+    this.route();
+  }
+
+  async listen(): Promise<A2AServer> {
+    const { options, following } = this;
+    const host = options.host ?? '127.0.0.1';
+    const server: http.Server = await new Promise((resolve, reject) => {
+      const s = this.app.listen(options.port ?? 0, host, (err?: Error) => (err ? reject(err) : resolve(s)));
+    });
+    const { port } = server.address() as AddressInfo;
+    this.base ||= `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    return {
+      url: this.base,
+      following: () => following.size,
+      async close() {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+
+  private route(): void {
+    const { app, options } = this;
+    // A client that joins a base URL ending in / with a path starting with / ("…/agents/x//message:send")
+    // means the single slash; the path is read so, its query left as it is.
+    app.use((req, _res, next) => {
+      const q = req.url.indexOf('?');
+      const [pathPart, query] = q < 0 ? [req.url, ''] : [req.url.slice(0, q), req.url.slice(q)];
+      if (pathPart.includes('//')) req.url = pathPart.replace(/\/{2,}/g, '/') + query;
+      next();
+    });
+    const agentTarget = (req: Request): Target => ({ agent: String(req.params.id) });
+    const capabilityTarget = (req: Request): Target => ({ capability: String(req.params.name) });
+    const defaultTarget = (): Target | undefined => (options.defaultAgent ? { agent: options.defaultAgent } : undefined);
+    app.get('/agents/:id/.well-known/agent-card.json', this.serveCard(agentTarget, (req) => `/agents/${encodeURIComponent(String(req.params.id))}/`));
+    app.get('/capabilities/:name/.well-known/agent-card.json', this.serveCard(capabilityTarget, (req) => `/capabilities/${encodeURIComponent(String(req.params.name))}/`));
+    app.get('/.well-known/agent-card.json', this.serveCard(defaultTarget, () => '/'));
+    // Mounted, so that the SDK's handler sees the endpoint as its root.
+    app.use('/agents/:id', express.json({ limit: '1mb' }), this.serveRpc(agentTarget));
+    app.use('/capabilities/:name', express.json({ limit: '1mb' }), this.serveRpc(capabilityTarget));
+    app.post('/', express.json({ limit: '1mb' }), this.serveRpc(defaultTarget));
+    // The root card lists HTTP+JSON at / too: its paths, routed as they are (not mounted, which would strip them).
+    app.all(/^\/(message:(send|stream)|tasks(\/.*)?|extendedAgentCard)$/, express.json({ limit: '1mb' }), this.serveRpc(defaultTarget));
+    app.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
+      const status = err.status ?? 500;
+      if (status >= 500) options.log.error({ err }, 'A2A request failed');
+      res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCodeOf(err, status), message: status >= 500 ? 'internal error' : err.message } });
+    });
+  }
 
   /** The caller as a Baton agent, or a 401 that says what to send. */
-  async function caller(req: Request): Promise<BatonClient> {
+  private async caller(req: Request): Promise<BatonClient> {
     const token = bearer(req);
     if (!token) throw Object.assign(new Error('A2A calls to Baton need a Baton agent token: Authorization: Bearer <token> (baton agent create <id> prints one)'), { status: 401 });
+    const { clients, options } = this;
     let client = clients.get(token);
     try {
       client ??= createBatonClient({ url: options.url, publishableKey: options.publishableKey, anonKey: options.anonKey, token });
@@ -104,26 +161,30 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
     return client;
   }
 
-  async function card(target: Target, path: string): Promise<AgentCard> {
-    const url = `${base}${path}`;
-    let name: string;
-    let description: string;
-    let skills: AgentCard['skills'];
-    if ('agent' in target) {
-      const { data, error } = await options.directory.from('agents').select('*').eq('id', target.agent).maybeSingle();
-      if (error) throw error;
-      if (!data) throw Object.assign(new Error(`no agent named "${target.agent}"`), { status: 404 });
-      const agent = Agent.parse(data);
-      name = agent.display_name ?? agent.id;
-      description = `Baton agent "${agent.id}"${agent.status_message ? `: ${agent.status_message}` : ''}. A message hands it a task; its results and artifacts come back as the task's.`;
-      skills = skillsOf(agent);
-    } else {
-      name = `Any Baton agent with "${target.capability}"`;
-      description = `Offers the work to every Baton agent holding the capability "${target.capability}"; the first to claim it does it.`;
-      skills = [skill(target.capability, target.capability, `Work needing "${target.capability}"`)];
+  /** Who a card describes: an agent (its name, status and skills) or a capability. */
+  private async described(target: Target): Promise<Pick<AgentCard, 'name' | 'description' | 'skills'>> {
+    if ('capability' in target) {
+      return {
+        name: `Any Baton agent with "${target.capability}"`,
+        description: `Offers the work to every Baton agent holding the capability "${target.capability}"; the first to claim it does it.`,
+        skills: [skill(target.capability, target.capability, `Work needing "${target.capability}"`)],
+      };
     }
+    const { data, error } = await this.options.directory.from('agents').select('*').eq('id', target.agent).maybeSingle();
+    if (error) throw error;
+    if (!data) throw Object.assign(new Error(`no agent named "${target.agent}"`), { status: 404 });
+    const agent = Agent.parse(data);
     return {
-      name, description, version: '1.0.0', iconUrl: undefined, documentationUrl: undefined,
+      name: agent.display_name ?? agent.id,
+      description: `Baton agent "${agent.id}"${agent.status_message ? `: ${agent.status_message}` : ''}. A message hands it a task; its results and artifacts come back as the task's.`,
+      skills: skillsOf(agent),
+    };
+  }
+
+  private async card(target: Target, path: string): Promise<AgentCard> {
+    const url = `${this.base}${path}`;
+    return {
+      ...await this.described(target), version: '1.0.0', iconUrl: undefined, documentationUrl: undefined,
       supportedInterfaces: [
         { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
         { url, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
@@ -131,95 +192,56 @@ export async function startA2AServer(options: A2AServerOptions): Promise<A2AServ
         // at the same address, mapped by the SDK's compatibility layer.
         { url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
       ],
-      provider: { organization: 'Baton', url: base },
+      provider: { organization: 'Baton', url: this.base },
       capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
       securitySchemes: { baton: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A Baton agent token (baton agent create <id>): the caller acts as that agent.', scheme: 'bearer', bearerFormat: 'JWT' } } } },
       securityRequirements: [{ schemes: { baton: { list: [] } } }],
       defaultInputModes: inputModes,
       defaultOutputModes: ['text/plain', 'application/json', 'application/octet-stream'],
-      skills,
       signatures: [],
     };
   }
 
-  const serveCard = (target: (req: Request) => Target | undefined, path: (req: Request) => string) =>
-    async (req: Request, res: Response, next: NextFunction) => {
+  private serveCard(target: (req: Request) => Target | undefined, path: (req: Request) => string) {
+    return async (req: Request, res: Response, next: NextFunction) => {
       try {
         const t = target(req);
         if (!t) return res.status(404).json({ error: 'this server has no default agent', hint: 'Start it with --agent <id>, or use /agents/<id>/.well-known/agent-card.json.' });
         // On the wire as A2A's JSON says it (the SDK's toJSON: a security scheme is {"httpAuthSecurityScheme": …},
         // not the SDK's internal {"scheme": {"$case": …}}); cacheable for a while, as cards are.
-        return res.set('Cache-Control', 'public, max-age=300').json(AgentCard.toJSON(await card(t, path(req))));
+        return res.set('Cache-Control', 'public, max-age=300').json(AgentCard.toJSON(await this.card(t, path(req))));
       } catch (err) {
         next(err);
       }
     };
+  }
 
-  const serveRpc = (target: (req: Request) => Target | undefined) => async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      const t = target(req);
-      if (!t) return res.status(404).json({ error: 'this server has no default agent', hint: 'Start it with --agent <id>, or post to /agents/<id>.' });
-      const client = await caller(req);
-      const path = 'agent' in t ? (req.baseUrl ? `/agents/${encodeURIComponent(t.agent)}/` : '/') : `/capabilities/${encodeURIComponent(t.capability)}/`;
-      // A caller that goes away (a closed stream, a blocking send given up) stops what follows its task.
-      const gone = new AbortController();
-      res.once('close', () => gone.abort());
-      const handler = new BatonA2AHandler(client, t, () => card(t, path), log, { callerGone: gone.signal, following });
-      const options = { requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() };
-      // A JSON-RPC call that names its method as A2A 1.0 does (SendMessage; 0.3 said message/send) is a
-      // 1.0 call even without an A2A-Version header, which the specification would read as 0.3 and the
-      // SDK then refuse: OpenClaw's A2A channel sends 1.0 requests with no header.
-      const method = (req.body as { method?: unknown } | undefined)?.method;
-      if (!req.headers['a2a-version'] && typeof method === 'string' && /^[A-Z][A-Za-z]+$/.test(method)) req.headers['a2a-version'] = '1.0';
-      // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
-      // The caller's trace goes on: a hand-off it asks for records the caller's context.
-      return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
-        jsonRpcHandler({ ...options, legacyCompat: { enabled: true } })(req, res, () => restHandler(options)(req, jsonBodies(res), next)));
-    } catch (err) {
-      next(err);
-    }
-  };
-
-  // A client that joins a base URL ending in / with a path starting with / ("…/agents/x//message:send")
-  // means the single slash; the path is read so, its query left as it is.
-  app.use((req, _res, next) => {
-    const q = req.url.indexOf('?');
-    const [pathPart, query] = q < 0 ? [req.url, ''] : [req.url.slice(0, q), req.url.slice(q)];
-    if (pathPart.includes('//')) req.url = pathPart.replace(/\/{2,}/g, '/') + query;
-    next();
-  });
-  const agentTarget = (req: Request): Target => ({ agent: String(req.params.id) });
-  const capabilityTarget = (req: Request): Target => ({ capability: String(req.params.name) });
-  const defaultTarget = (): Target | undefined => (options.defaultAgent ? { agent: options.defaultAgent } : undefined);
-  app.get('/agents/:id/.well-known/agent-card.json', serveCard(agentTarget, (req) => `/agents/${encodeURIComponent(String(req.params.id))}/`));
-  app.get('/capabilities/:name/.well-known/agent-card.json', serveCard(capabilityTarget, (req) => `/capabilities/${encodeURIComponent(String(req.params.name))}/`));
-  app.get('/.well-known/agent-card.json', serveCard(defaultTarget, () => '/'));
-  // Mounted, so that the SDK's handler sees the endpoint as its root.
-  app.use('/agents/:id', express.json({ limit: '1mb' }), serveRpc(agentTarget));
-  app.use('/capabilities/:name', express.json({ limit: '1mb' }), serveRpc(capabilityTarget));
-  app.post('/', express.json({ limit: '1mb' }), serveRpc(defaultTarget));
-  // The root card lists HTTP+JSON at / too: its paths, routed as they are (not mounted, which would strip them).
-  app.all(/^\/(message:(send|stream)|tasks(\/.*)?|extendedAgentCard)$/, express.json({ limit: '1mb' }), serveRpc(defaultTarget));
-  app.use((err: Error & { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
-    const status = err.status ?? 500;
-    if (status >= 500) log.error({ err }, 'A2A request failed');
-    res.status(status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCodeOf(err, status), message: status >= 500 ? 'internal error' : err.message } });
-  });
-
-  const server: http.Server = await new Promise((resolve, reject) => {
-    const s = app.listen(options.port ?? 0, options.host ?? '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = options.host ?? '127.0.0.1';
-  base ||= `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  return {
-    url: base,
-    following: () => following.size,
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  private serveRpc(target: (req: Request) => Target | undefined) {
+    return async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const t = target(req);
+        if (!t) return res.status(404).json({ error: 'this server has no default agent', hint: 'Start it with --agent <id>, or post to /agents/<id>.' });
+        const client = await this.caller(req);
+        const path = 'agent' in t ? (req.baseUrl ? `/agents/${encodeURIComponent(t.agent)}/` : '/') : `/capabilities/${encodeURIComponent(t.capability)}/`;
+        // A caller that goes away (a closed stream, a blocking send given up) stops what follows its task.
+        const gone = new AbortController();
+        res.once('close', () => gone.abort());
+        const handler = new BatonA2AHandler(client, t, () => this.card(t, path), this.options.log, { callerGone: gone.signal, following: this.following });
+        const options = { requestHandler: handler, userBuilder: async () => new UnauthenticatedUser() };
+        // A JSON-RPC call that names its method as A2A 1.0 does (SendMessage; 0.3 said message/send) is a
+        // 1.0 call even without an A2A-Version header, which the specification would read as 0.3 and the
+        // SDK then refuse: OpenClaw's A2A channel sends 1.0 requests with no header.
+        const method = (req.body as { method?: unknown } | undefined)?.method;
+        if (!req.headers['a2a-version'] && typeof method === 'string' && /^[A-Z][A-Za-z]+$/.test(method)) req.headers['a2a-version'] = '1.0';
+        // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
+        // The caller's trace goes on: a hand-off it asks for records the caller's context.
+        return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
+          jsonRpcHandler({ ...options, legacyCompat: { enabled: true } })(req, res, () => restHandler(options)(req, jsonBodies(res), next)));
+      } catch (err) {
+        next(err);
+      }
+    };
+  }
 }
 
 const skill = (id: string, name: string, description: string): AgentCard['skills'][number] => ({

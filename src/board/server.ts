@@ -56,49 +56,94 @@ class HttpError extends Error {
 const same = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 export async function startBoard(options: BoardOptions): Promise<Board> {
-  const host = options.host ?? '127.0.0.1';
-  const accessToken = options.accessToken ?? crypto.randomBytes(24).toString('base64url');
-  const sessions = new Map<string, { csrf: string }>();
-  const feed = new BoardFeed(options.data, options.log, options.pollMs ?? 1000);
-  const { data, log } = options;
-  let port = 0;
+  return new BoardServer(options).listen(options.port ?? 0);
+}
 
-  const hostAllowed = (header: string | undefined) => {
-    if (!loopbacks.has(host)) return true;
-    const name = (header ?? '').replace(/:\d+$/, '');
-    return loopbacks.has(name);
-  };
+/**
+ * The server behind one board: who may look (the access token, the session cookie it becomes, the
+ * CSRF token of a session's writes) and what each path answers.
+ */
+class BoardServer {
+  private readonly host: string;
+  private readonly accessToken: string;
+  private readonly sessions = new Map<string, { csrf: string }>();
+  private readonly data: BoardData;
+  private readonly log: Logger;
+  private readonly feed: BoardFeed;
+  private readonly server = http.createServer((req, res) => {
+    this.handle(req, res).catch((err: unknown) => this.failed(req, res, err));
+  });
+
+  constructor(options: BoardOptions) {
+    this.host = options.host ?? '127.0.0.1';
+    this.accessToken = options.accessToken ?? crypto.randomBytes(24).toString('base64url');
+    this.data = options.data;
+    this.log = options.log;
+    this.feed = new BoardFeed(options.data, options.log, options.pollMs ?? 1000);
+  }
+
+  async listen(port: number): Promise<Board> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, this.host, () => resolve());
+    });
+    await this.feed.start();
+    const { host, accessToken, server, feed } = this;
+    const origin = `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
+    return {
+      url: `${origin}/?token=${accessToken}`,
+      origin,
+      accessToken,
+      async close() {
+        await feed.stop();
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+
+  private hostAllowed(header: string | undefined): boolean {
+    if (!loopbacks.has(this.host)) return true;
+    return loopbacks.has((header ?? '').replace(/:\d+$/, ''));
+  }
 
   /** The caller's session: a page's (its cookie, and the CSRF token its writes must carry), or a script's (the access token as Bearer). */
-  function session(req: http.IncomingMessage): { csrf: string; bearer?: true } | undefined {
+  private session(req: http.IncomingMessage): { csrf: string; bearer?: true } | undefined {
     const auth = req.headers.authorization;
-    if (auth?.startsWith('Bearer ') && same(auth.slice(7), accessToken)) return { csrf: '', bearer: true };
+    if (auth?.startsWith('Bearer ') && same(auth.slice(7), this.accessToken)) return { csrf: '', bearer: true };
     const cookie = (req.headers.cookie ?? '').split(/;\s*/).find((c) => c.startsWith(`${cookieName}=`));
-    return cookie ? sessions.get(cookie.slice(cookieName.length + 1)) : undefined;
+    return cookie ? this.sessions.get(cookie.slice(cookieName.length + 1)) : undefined;
   }
 
-  const send = (res: http.ServerResponse, status: number, body: string | Buffer, type: string, extra: Record<string, string> = {}) => {
-    res.writeHead(status, { ...securityHeaders, 'content-type': type, ...extra });
-    res.end(body);
-  };
-  const json = (res: http.ServerResponse, status: number, value: unknown) => send(res, status, JSON.stringify(value), 'application/json; charset=utf-8');
-
-  async function body(req: http.IncomingMessage): Promise<unknown> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > 64 * 1024) throw new HttpError(413, 'the request is larger than 64 KiB');
-      chunks.push(chunk as Buffer);
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (!this.hostAllowed(req.headers.host)) throw new HttpError(403, 'the Host header names another site', 'Open the URL baton board printed.');
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+    const given = url.searchParams.get('token');
+    if (given !== null) return this.signIn(res, url, given);
+    if (req.method === 'GET' && assets[url.pathname]) {
+      return send(res, 200, fs.readFileSync(path.join(staticDir, url.pathname.slice(1))), assets[url.pathname]!, { 'cache-control': 'no-cache' });
     }
-    try {
-      return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    } catch {
-      throw new HttpError(400, 'the request body is not JSON', 'Send a JSON object.');
+    const me = this.session(req);
+    if (!me) {
+      if (url.pathname.startsWith('/api/')) throw new HttpError(401, 'this board needs its access token', 'Open the URL baton board printed (it carries ?token=…).');
+      return send(res, 401, fs.readFileSync(path.join(staticDir, 'locked.html')), 'text/html; charset=utf-8');
     }
+    if (url.pathname.startsWith('/api/')) return this.api(req, res, url, me);
+    if (req.method !== 'GET') throw new HttpError(405, `${req.method} ${url.pathname} is not served`);
+    return send(res, 200, fs.readFileSync(path.join(staticDir, 'index.html')), 'text/html; charset=utf-8');
   }
 
-  async function api(req: http.IncomingMessage, res: http.ServerResponse, url: URL, { csrf, bearer }: { csrf: string; bearer?: true }): Promise<void> {
+  /** The access token in the URL becomes a session; the token leaves the address bar (and history) at once. */
+  private signIn(res: http.ServerResponse, url: URL, given: string): void {
+    if (!same(given, this.accessToken)) throw new HttpError(401, 'that access token is not this board\'s', 'Open the URL baton board printed.');
+    const id = crypto.randomBytes(24).toString('base64url');
+    this.sessions.set(id, { csrf: crypto.randomBytes(24).toString('base64url') });
+    url.searchParams.delete('token');
+    res.writeHead(303, { ...securityHeaders, location: `${url.pathname}${url.search}`, 'set-cookie': `${cookieName}=${id}; HttpOnly; SameSite=Strict; Path=/` });
+    res.end();
+  }
+
+  private async api(req: http.IncomingMessage, res: http.ServerResponse, url: URL, { csrf, bearer }: { csrf: string; bearer?: true }): Promise<void> {
     const route = url.pathname.slice('/api/'.length);
     if (req.method === 'POST') {
       // A form or script on another site cannot read the CSRF token, so it cannot send it. A script
@@ -106,35 +151,30 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
       const given = String(req.headers['x-csrf-token'] ?? '');
       if (!bearer && (!csrf || !same(given, csrf))) throw new HttpError(403, 'a write needs the page\'s CSRF token', 'Reload the board and try again.', 'CSRF');
       if (route !== 'actions') throw new HttpError(404, `no action at ${url.pathname}`);
-      return json(res, 200, await data.act(await body(req) as BoardAction));
+      return json(res, 200, await this.data.act(await body(req) as BoardAction));
     }
     if (req.method !== 'GET') throw new HttpError(405, `${req.method} is not served; reads are GET, actions POST /api/actions`);
-    const parts = route.split('/').map((part) => {
-      try {
-        return decodeURIComponent(part);
-      } catch {
-        throw new HttpError(400, `the path ${url.pathname} is not valid percent-encoding`, 'Encode the task id and artifact name with encodeURIComponent.');
-      }
-    });
+    const parts = pathParts(route, url.pathname);
+    const { data } = this;
     switch (parts[0]) {
-      case 'session': return json(res, 200, { ...data.who, csrf, push: feed.pushUp });
+      case 'session': return json(res, 200, { ...data.who, csrf, push: this.feed.pushUp });
       case 'overview': return json(res, 200, await data.overview());
       case 'agents': return json(res, 200, await data.agents());
       case 'tasks':
         if (parts.length === 1) return json(res, 200, await data.tasks(Object.fromEntries(url.searchParams)));
         if (parts.length === 2) return json(res, 200, await data.task(parts[1]!));
-        if (parts.length === 4 && parts[2] === 'artifacts') return download(res, parts[1]!, parts[3]!);
+        if (parts.length === 4 && parts[2] === 'artifacts') return this.download(res, parts[1]!, parts[3]!);
         break;
       case 'dead-letters': return json(res, 200, await data.deadLetters());
       case 'schedules': return json(res, 200, await data.schedules());
       case 'spend': return json(res, 200, await data.spend());
-      case 'events': return feed.stream(req, res, securityHeaders);
+      case 'events': return this.feed.stream(req, res, securityHeaders);
     }
     throw new HttpError(404, `nothing at ${url.pathname}`);
   }
 
-  async function download(res: http.ServerResponse, taskId: string, name: string) {
-    const a = await data.artifact(taskId, name);
+  private async download(res: http.ServerResponse, taskId: string, name: string): Promise<void> {
+    const a = await this.data.artifact(taskId, name);
     if (!a.content) return json(res, 200, { uri: a.uri });
     // Served as a download, never rendered here: an artifact is whatever an agent wrote. Only the media
     // type's type/subtype goes into the header (rows stored before its parameters were checked may hold anything).
@@ -145,61 +185,53 @@ export async function startBoard(options: BoardOptions): Promise<Board> {
     });
   }
 
-  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    if (!hostAllowed(req.headers.host)) throw new HttpError(403, 'the Host header names another site', 'Open the URL baton board printed.');
-    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
-    const given = url.searchParams.get('token');
-    if (given !== null) {
-      if (!same(given, accessToken)) throw new HttpError(401, 'that access token is not this board\'s', 'Open the URL baton board printed.');
-      const id = crypto.randomBytes(24).toString('base64url');
-      sessions.set(id, { csrf: crypto.randomBytes(24).toString('base64url') });
-      url.searchParams.delete('token');
-      // The token leaves the address bar (and history) at once; the session cookie stands for it.
-      res.writeHead(303, { ...securityHeaders, location: `${url.pathname}${url.search}`, 'set-cookie': `${cookieName}=${id}; HttpOnly; SameSite=Strict; Path=/` });
-      return void res.end();
-    }
-    if (req.method === 'GET' && assets[url.pathname]) {
-      return send(res, 200, fs.readFileSync(path.join(staticDir, url.pathname.slice(1))), assets[url.pathname]!, { 'cache-control': 'no-cache' });
-    }
-    const me = session(req);
-    if (!me) {
-      if (url.pathname.startsWith('/api/')) throw new HttpError(401, 'this board needs its access token', 'Open the URL baton board printed (it carries ?token=…).');
-      return send(res, 401, fs.readFileSync(path.join(staticDir, 'locked.html')), 'text/html; charset=utf-8');
-    }
-    if (url.pathname.startsWith('/api/')) return api(req, res, url, me);
-    if (req.method !== 'GET') throw new HttpError(405, `${req.method} ${url.pathname} is not served`);
-    return send(res, 200, fs.readFileSync(path.join(staticDir, 'index.html')), 'text/html; charset=utf-8');
+  /** A request that failed: its refusal as JSON, with the status that says whose the fault is. */
+  private failed(req: http.IncomingMessage, res: http.ServerResponse, err: unknown): void {
+    const status = err instanceof HttpError ? err.status : err instanceof BatonError ? statusOf(err) : err instanceof Error && err.name === 'ZodError' ? 400 : 500;
+    const payload = err instanceof HttpError ? { code: err.code, message: err.message, hint: err.hint ?? null }
+      : err instanceof BatonError ? { code: err.code, message: err.message, hint: err.hint }
+        : err instanceof Error && err.name === 'ZodError' ? { code: 'BAD_REQUEST', message: err.message, hint: 'Check the values sent.' }
+          : { code: 'INTERNAL', message: 'the board could not answer', hint: 'See the board\'s log.' };
+    if (status >= 500) this.log.error({ err, url: req.url }, 'board request failed');
+    if (!res.headersSent) json(res, status, payload);
+    else res.end();
   }
+}
 
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      const status = err instanceof HttpError ? err.status : err instanceof BatonError ? statusOf(err) : err instanceof Error && err.name === 'ZodError' ? 400 : 500;
-      const payload = err instanceof HttpError ? { code: err.code, message: err.message, hint: err.hint ?? null }
-        : err instanceof BatonError ? { code: err.code, message: err.message, hint: err.hint }
-          : err instanceof Error && err.name === 'ZodError' ? { code: 'BAD_REQUEST', message: err.message, hint: 'Check the values sent.' }
-            : { code: 'INTERNAL', message: 'the board could not answer', hint: 'See the board\'s log.' };
-      if (status >= 500) log.error({ err, url: req.url }, 'board request failed');
-      if (!res.headersSent) json(res, status, payload);
-      else res.end();
-    });
+function send(res: http.ServerResponse, status: number, body: string | Buffer, type: string, extra: Record<string, string> = {}): void {
+  res.writeHead(status, { ...securityHeaders, 'content-type': type, ...extra });
+  res.end(body);
+}
+
+function json(res: http.ServerResponse, status: number, value: unknown): void {
+  send(res, status, JSON.stringify(value), 'application/json; charset=utf-8');
+}
+
+/** A request's JSON body, of at most 64 KiB. */
+async function body(req: http.IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > 64 * 1024) throw new HttpError(413, 'the request is larger than 64 KiB');
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+  } catch {
+    throw new HttpError(400, 'the request body is not JSON', 'Send a JSON object.');
+  }
+}
+
+/** An API path's parts, percent-decoded. */
+function pathParts(route: string, pathname: string): string[] {
+  return route.split('/').map((part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      throw new HttpError(400, `the path ${pathname} is not valid percent-encoding`, 'Encode the task id and artifact name with encodeURIComponent.');
+    }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  port = (server.address() as AddressInfo).port;
-  await feed.start();
-  const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  return {
-    url: `${origin}/?token=${accessToken}`,
-    origin,
-    accessToken,
-    async close() {
-      await feed.stop();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** The HTTP status a refusal from the database is shown with. */

@@ -14,7 +14,7 @@ import { registerPresence } from './commands/presence.js';
 import { registerProtocol } from './commands/protocol.js';
 import { registerSkill } from './commands/skill.js';
 import { registerStack } from './commands/stack.js';
-import { registerTasks } from './commands/tasks.js';
+import { registerSpend, registerTasks } from './commands/tasks.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWork } from './commands/work.js';
 import { registerWorkflows } from './commands/workflows.js';
@@ -36,7 +36,8 @@ export const commandGroups: ReadonlyArray<{ names: readonly string[]; register: 
   { names: ['discover', 'health', 'status', 'renew'], register: registerPresence },
   { names: ['init'], register: registerInit },
   { names: ['doctor'], register: registerDoctor },
-  { names: ['handoff', 'broadcast', 'tasks', 'show', 'budget', 'spend'], register: registerTasks },
+  { names: ['handoff', 'broadcast', 'tasks', 'show'], register: registerTasks },
+  { names: ['budget', 'spend'], register: registerSpend },
   { names: ['claim', 'start', 'progress', 'ask', 'answer', 'reject', 'complete', 'fail', 'cancel', 'release', 'reassign'], register: registerWork },
   { names: ['artifacts', 'artifact', 'chain'], register: registerArtifacts },
   { names: ['message', 'inbox'], register: registerMessages },

@@ -51,7 +51,7 @@ function withClaim(agent: McpAgent, verb: string, act: (id: string, token: strin
 }
 
 export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<string>): void {
-  const groups = [whoIsAround, handingWorkOn, seeingWork, claimingWork, reportingWork, sendersWork, messagesAndArtifacts];
+  const groups = [whoIsAround, handingWorkOn, seeingWork, claimingWork, reportingWork, waiting, sendersWork, messagesAndArtifacts];
   const plainCalls = new Map<string, PlainCall>();
   for (const tool of groups.flatMap((group) => group(agent))) {
     const config = { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { openWorldHint: false, ...tool.annotations } };
@@ -430,16 +430,9 @@ function reportingWork(agent: McpAgent): Tool[] {
   ];
 }
 
-/** What the sender of a task may do with it. */
-function sendersWork(agent: McpAgent): Tool[] {
+/** Waiting for a task to end. */
+function waiting(agent: McpAgent): Tool[] {
   const { client } = agent;
-  type Subtask = { title: string; to?: string; capabilities?: string[]; description?: string; payload?: z.infer<typeof JsonObject>; expected_outputs?: z.infer<typeof ExpectedOutput>[] };
-  const fanOut = async ({ task, subtasks, join, judge_capability, join_title }: { task: string; subtasks: Subtask[]; join: 'first' | 'all' | 'judge'; judge_capability?: string; join_title?: string }) => {
-    const made = await client.fanOut(await agent.resolve(task), subtasks.map((s) => ({
-      title: s.title, to: s.to, requiredCapabilities: s.capabilities, description: s.description, payload: s.payload, expectedOutputs: s.expected_outputs,
-    })), { mode: join, capability: judge_capability, title: join_title });
-    return ok(`Handed off ${made.tasks.length} sub-task(s); the ${join} join is ${shortId(made.join)} (id ${made.join}).`, made);
-  };
   return [
     defineTool({
       name: 'wait_for',
@@ -464,6 +457,20 @@ function sendersWork(agent: McpAgent): Tool[] {
       },
       task: async ({ task }) => ownTask(agent, await client.getTask(await agent.resolve(task))),
     }),
+  ];
+}
+
+/** What the sender of a task may do with it. */
+function sendersWork(agent: McpAgent): Tool[] {
+  const { client } = agent;
+  type Subtask = { title: string; to?: string; capabilities?: string[]; description?: string; payload?: z.infer<typeof JsonObject>; expected_outputs?: z.infer<typeof ExpectedOutput>[] };
+  const fanOut = async ({ task, subtasks, join, judge_capability, join_title }: { task: string; subtasks: Subtask[]; join: 'first' | 'all' | 'judge'; judge_capability?: string; join_title?: string }) => {
+    const made = await client.fanOut(await agent.resolve(task), subtasks.map((s) => ({
+      title: s.title, to: s.to, requiredCapabilities: s.capabilities, description: s.description, payload: s.payload, expectedOutputs: s.expected_outputs,
+    })), { mode: join, capability: judge_capability, title: join_title });
+    return ok(`Handed off ${made.tasks.length} sub-task(s); the ${join} join is ${shortId(made.join)} (id ${made.join}).`, made);
+  };
+  return [
     defineTool({
       name: 'cancel',
       title: 'Withdraw a task you sent',

@@ -57,60 +57,8 @@ export function TaskView({ id, session }: { id: string; session: Session }) {
       <Section title="Result" id="result">
         {task.result === null ? <p class="muted">No result yet.</p> : <>{result?.summary && <p>{result.summary}</p>}<JsonTree value={task.result} /></>}
       </Section>
-      <Section title="Artifacts" id="artifacts">
-        {data.artifacts.length === 0 ? <p class="muted">None attached.</p> : (
-          <div class="table-wrap" tabIndex={0} role="region" aria-label="artifacts (scrolls)">
-            <table>
-              <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Size</th><th scope="col">SHA-256</th><th scope="col">By</th></tr></thead>
-              <tbody>
-                {data.artifacts.map((a) => (
-                  <tr key={a.name} data-artifact={a.name}>
-                    <td>{a.uri ? (/^https?:\/\//i.test(a.uri) ? <a href={a.uri} rel="noreferrer noopener">{a.name}</a> : <span title={a.uri}>{a.name} <span class="muted">({a.uri})</span></span>) : <a href={`/api/tasks/${task.id}/artifacts/${encodeURIComponent(a.name)}`} download={a.name}>{a.name}</a>}</td>
-                    <td>{a.media_type}</td>
-                    <td>{size(a.size_bytes)}</td>
-                    <td><code class="hash">{a.sha256 ?? '—'}</code></td>
-                    <td>{a.producer}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {data.artifacts.filter((a) => !a.uri && a.media_type.includes('json')).map((a) => <ArtifactJson key={a.name} taskId={task.id} name={a.name} />)}
-      </Section>
-      <Section title="Spent" id="spent">
-        {data.budget && <BudgetLine budget={data.budget} />}
-        {data.usage.length === 0 ? <p class="muted">No run of this task has reported what it spent.</p> : (
-          <div class="table-wrap" tabIndex={0} role="region" aria-label="what the task's runs spent (scrolls)">
-            <table>
-              <thead><tr><th scope="col">Attempt</th><th scope="col">Runtime</th><th scope="col">Model</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cached</th><th scope="col">Turns</th><th scope="col">Cost</th></tr></thead>
-              <tbody>
-                {data.usage.map((r) => (
-                  <tr key={`${r.attempt}-${r.model}`} data-usage={r.model}>
-                    <td>{r.attempt}</td><td>{r.runtime}</td><td>{r.model}</td><td>{count(r.input_tokens)}</td><td>{count(r.output_tokens)}</td>
-                    <td>{count(r.cached_tokens)}</td><td>{r.turns}</td><td>{dollars(r.cost_usd)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {data.chainUsage.length > 0 && (
-          <div class="table-wrap" tabIndex={0} role="region" aria-label="what the chain spent (scrolls)">
-            <table>
-              <caption>This task and everything under it, by model</caption>
-              <thead><tr><th scope="col">Model</th><th scope="col">Tasks</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cached</th><th scope="col">Cost</th></tr></thead>
-              <tbody>
-                {data.chainUsage.map((c) => (
-                  <tr key={c.model} data-chain-usage={c.model}>
-                    <td>{c.model}</td><td>{c.tasks}</td><td>{count(c.input_tokens)}</td><td>{count(c.output_tokens)}</td><td>{count(c.cached_tokens)}</td><td>{dollars(c.cost_usd)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-      </Section>
+      <Section title="Artifacts" id="artifacts"><Artifacts detail={data} /></Section>
+      <Section title="Spent" id="spent"><Spent detail={data} /></Section>
       <Section title="Payload" id="payload"><JsonTree value={task.payload} open={false} /></Section>
       <Section title="History" id="history">
         <ol class="timeline">
@@ -178,5 +126,72 @@ function Actions({ detail, session, done }: { detail: TaskDetail; session: Sessi
       {open && <ActionButton label="Cancel task" kind="danger" run={() => act({ action: 'cancel', task: task.id, reason: 'cancelled from the board' })} done={done} />}
       {retry && <ActionButton label="Retry" kind="primary" run={() => act({ action: 'retry', task: task.id })} done={done} />}
     </div>
+  );
+}
+
+/** The task's artifacts: each a download (or its link), and JSON ones shown as trees. */
+function Artifacts({ detail: data }: { detail: TaskDetail }) {
+  const { task } = data;
+  return (
+    <>
+    {data.artifacts.length === 0 ? <p class="muted">None attached.</p> : (
+      <div class="table-wrap" tabIndex={0} role="region" aria-label="artifacts (scrolls)">
+        <table>
+          <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Size</th><th scope="col">SHA-256</th><th scope="col">By</th></tr></thead>
+          <tbody>
+            {data.artifacts.map((a) => (
+              <tr key={a.name} data-artifact={a.name}>
+                <td>{a.uri ? (/^https?:\/\//i.test(a.uri) ? <a href={a.uri} rel="noreferrer noopener">{a.name}</a> : <span title={a.uri}>{a.name} <span class="muted">({a.uri})</span></span>) : <a href={`/api/tasks/${task.id}/artifacts/${encodeURIComponent(a.name)}`} download={a.name}>{a.name}</a>}</td>
+                <td>{a.media_type}</td>
+                <td>{size(a.size_bytes)}</td>
+                <td><code class="hash">{a.sha256 ?? '—'}</code></td>
+                <td>{a.producer}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    )}
+    {data.artifacts.filter((a) => !a.uri && a.media_type.includes('json')).map((a) => <ArtifactJson key={a.name} taskId={task.id} name={a.name} />)}
+    </>
+  );
+}
+
+/** What the task's runs spent, what its chain spent by model, and the budget over it. */
+function Spent({ detail: data }: { detail: TaskDetail }) {
+  return (
+    <>
+    {data.budget && <BudgetLine budget={data.budget} />}
+    {data.usage.length === 0 ? <p class="muted">No run of this task has reported what it spent.</p> : (
+      <div class="table-wrap" tabIndex={0} role="region" aria-label="what the task's runs spent (scrolls)">
+        <table>
+          <thead><tr><th scope="col">Attempt</th><th scope="col">Runtime</th><th scope="col">Model</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cached</th><th scope="col">Turns</th><th scope="col">Cost</th></tr></thead>
+          <tbody>
+            {data.usage.map((r) => (
+              <tr key={`${r.attempt}-${r.model}`} data-usage={r.model}>
+                <td>{r.attempt}</td><td>{r.runtime}</td><td>{r.model}</td><td>{count(r.input_tokens)}</td><td>{count(r.output_tokens)}</td>
+                <td>{count(r.cached_tokens)}</td><td>{r.turns}</td><td>{dollars(r.cost_usd)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    )}
+    {data.chainUsage.length > 0 && (
+      <div class="table-wrap" tabIndex={0} role="region" aria-label="what the chain spent (scrolls)">
+        <table>
+          <caption>This task and everything under it, by model</caption>
+          <thead><tr><th scope="col">Model</th><th scope="col">Tasks</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cached</th><th scope="col">Cost</th></tr></thead>
+          <tbody>
+            {data.chainUsage.map((c) => (
+              <tr key={c.model} data-chain-usage={c.model}>
+                <td>{c.model}</td><td>{c.tasks}</td><td>{count(c.input_tokens)}</td><td>{count(c.output_tokens)}</td><td>{count(c.cached_tokens)}</td><td>{dollars(c.cost_usd)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    )}
+    </>
   );
 }

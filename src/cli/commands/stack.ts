@@ -34,6 +34,7 @@ export function registerStack(program: Command): void {
         stopped ? 'Stack stopped; its data is kept.' : `No stack is running in ${config.stackDir}.`);
     });
   registerStackInspection(stack);
+  registerStackServe(stack);
 }
 
 /** The --dir the command was given, to repeat in a hint; none if the folder came from elsewhere. */
@@ -42,7 +43,32 @@ function dirFlag(command: Command): string {
   return dir ? ` --dir ${/^[\w./-]+$/.test(dir) ? dir : `'${dir.replace(/'/g, "'\\''")}'`}` : '';
 }
 
-/** Looking at the stack: status, env, and serve in the foreground. */
+/** Running the stack in the foreground, as a container or a service manager runs it. */
+function registerStackServe(stack: Command): void {
+  stack.command('serve')
+    .description('run the stack in the foreground until SIGINT or SIGTERM (what `start` runs in the background; for containers and service managers)')
+    .addHelpText('after', '\nExample:\n  $ baton stack serve --dir /data --api-host 0.0.0.0')
+    .action(async (_opts, command: Command) => {
+      const config = configOf(command);
+      // Postgres, PostgREST and the gateway load only for the command that runs them.
+      const { startStack } = await import('../../stack/index.js');
+      const log = (await import('../../logger.js')).createLogger();
+      const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
+      await new Promise<void>((resolve) => {
+        const shutdown = (signal: string) => {
+          log.info({ signal }, 'stopping the stack');
+          running.stop().then(resolve, (err) => { log.error({ err }, 'stop failed'); resolve(); });
+        };
+        process.once('SIGTERM', () => shutdown('SIGTERM'));
+        process.once('SIGINT', () => shutdown('SIGINT'));
+      });
+      log.info({ log: stackPaths(config.stackDir).log }, 'stack stopped');
+      // Everything is stopped; a keep-alive socket or a client's timer must not hold the exit for seconds.
+      exitWhenDone();
+    });
+}
+
+/** Looking at the stack: status and env. */
 function registerStackInspection(stack: Command): void {
   stack.command('status')
     .description('say whether the stack runs, where, and whether its API and database answer now')
@@ -105,27 +131,5 @@ Example:
         return;
       }
       emit(config, env, settingsLines);
-    });
-
-  stack.command('serve')
-    .description('run the stack in the foreground until SIGINT or SIGTERM (what `start` runs in the background; for containers and service managers)')
-    .addHelpText('after', '\nExample:\n  $ baton stack serve --dir /data --api-host 0.0.0.0')
-    .action(async (_opts, command: Command) => {
-      const config = configOf(command);
-      // Postgres, PostgREST and the gateway load only for the command that runs them.
-      const { startStack } = await import('../../stack/index.js');
-      const log = (await import('../../logger.js')).createLogger();
-      const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
-      await new Promise<void>((resolve) => {
-        const shutdown = (signal: string) => {
-          log.info({ signal }, 'stopping the stack');
-          running.stop().then(resolve, (err) => { log.error({ err }, 'stop failed'); resolve(); });
-        };
-        process.once('SIGTERM', () => shutdown('SIGTERM'));
-        process.once('SIGINT', () => shutdown('SIGINT'));
-      });
-      log.info({ log: stackPaths(config.stackDir).log }, 'stack stopped');
-      // Everything is stopped; a keep-alive socket or a client's timer must not hold the exit for seconds.
-      exitWhenDone();
     });
 }

@@ -200,7 +200,10 @@ Examples:
       const budget = task.budget_id ? await client.budget(id) : undefined;
       emit(config, { task, events, messages: messages.reverse(), usage, ...(chain ? { chain } : {}), ...(budget ? { budget } : {}) }, taskDetail);
     });
+}
 
+/** What a chain may spend and what runs spent: `baton budget` and `baton spend`. */
+export function registerSpend(program: Command): void {
   program.command('budget <task>')
     .description('the budget over a task\'s chain and what is left; with --tokens or --usd, set or raise it (as the task\'s sender)')
     .option('--tokens <n>', 'what the task and everything under it may spend in tokens: 250000, 250k, 1.5M', tokens)
