@@ -3,9 +3,9 @@
  * a fresh process each time. Beside each CLI call, the bare Node process it is measured against:
  *
  * - `baton --version` against `node -e 0` (target: within 1.3×);
- * - `baton show <id>` against a Node script that makes the same four requests with fetch, at once as
- *   `show` does (the task, its events, its messages, and the heartbeat that goes with a read) and
- *   prints the answer (target: within 1.5×);
+ * - `baton show <id>` against a Node script that makes the same five requests with fetch, at once as
+ *   `show` does (the task, its events, its messages, its runs' usage, and the heartbeat that goes with
+ *   a read) and prints the answer (target: within 1.5×);
  * - the same two commands from tsc's unbundled output (dist/cli/bin.js), to show what the bundle saves.
  *
  * Wall time of each process from spawn to exit, the kinds alternating, medians of BENCH_RUNS rounds
@@ -40,20 +40,21 @@ try {
   const { token } = await admin.createAgent({ id: 'bench-cli' });
   const task = await createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token })
     .handoff({ to: 'bench-cli', title: 'read me', allowOffline: true });
-  // The bare process: the four requests `baton show` makes, at once as it makes them, with Node's fetch.
+  // The bare process: the five requests `baton show` makes, at once as it makes them, with Node's fetch.
   const bare = path.join(dir, 'bare-fetch.mjs');
   fs.writeFileSync(bare, `
 const { SUPABASE_URL: url, SUPABASE_PUBLISHABLE_KEY: apikey, BATON_AGENT_TOKEN: token } = process.env;
 const headers = { apikey, authorization: 'Bearer ' + token, 'content-type': 'application/json' };
 const id = process.argv[2];
 const read = (query) => fetch(url + '/rest/v1/' + query, { headers }).then((r) => r.json());
-const [task, events, messages] = await Promise.all([
+const [task, events, messages, usage] = await Promise.all([
   read('task_handoffs?select=*&id=eq.' + id),
   read('task_events?select=*&task_id=eq.' + id + '&order=id.asc'),
   read('agent_messages?select=*&task_id=eq.' + id + '&order=created_at.desc&limit=200'),
+  read('task_runs?select=*&task_id=eq.' + id + '&order=attempt.asc,model.asc'),
   fetch(url + '/rest/v1/rpc/send_heartbeat', { method: 'POST', headers, body: JSON.stringify({ p_active: true }) }).then((r) => r.json()),
 ]);
-console.log(JSON.stringify({ task: task[0], events, messages }));
+console.log(JSON.stringify({ task: task[0], events, messages, usage }));
 `);
   const childEnv = { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, NO_COLOR: '1' };
   const kinds: Record<string, string[]> = {
