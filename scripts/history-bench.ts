@@ -7,9 +7,13 @@
  * The history is seeded as real completions leave it: one task is handed off, claimed, asked about and
  * answered, given progress and an artifact, and completed through the API, with a direct message
  * beside it; then its rows (task, events, messages with their replies, artifacts) are copied in SQL,
- * each copy with ids of its own and its times moved back past keep_finished (seven days here), so that
- * every copy is due for retention. The copies are made with triggers off (session_replication_role),
- * as a restore is: the template passed every rule once, and the copies have its shape.
+ * each copy with ids of its own and its times moved back, as one sender's history builds up: at a steady
+ * HISTORY_PER_DAY finished tasks a day (default 8,333: a million over four months), the newest a minute
+ * ago. So a larger history is a longer one, and the last day, which the board's overview counts, holds
+ * as many at every size past a day's worth; copies older than keep_finished (seven days here) are due
+ * for retention. The copies are made with triggers off (session_replication_role), as a restore is:
+ * the template passed every rule once, and the copies have its shape; then analysed, as autovacuum
+ * does after a bulk load.
  *
  *   npm run bench:history
  *   HISTORY_SIZES=10000,1000000 HISTORY_RUNS=3 npm run bench:history
@@ -25,6 +29,7 @@ import { median } from './stats.js';
 
 const SIZES = (process.env.HISTORY_SIZES ?? '10000,3000000').split(',').map(Number).sort((a, b) => a - b);
 const RUNS = Number(process.env.HISTORY_RUNS ?? 5);
+const PER_DAY = Number(process.env.HISTORY_PER_DAY ?? 8333);
 const BATCH = 200_000;
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
@@ -87,9 +92,9 @@ try {
         const count = Math.min(BATCH, size - seeded);
         await client.query('begin');
         await client.query('set local session_replication_role = replica');
-        // Older copies have larger numbers: retention takes the oldest first.
+        // Older copies have larger numbers, a day's worth every PER_DAY: retention takes the oldest first.
         await client.query(`create temp table seed on commit drop as
-          select gen_random_uuid() as id, interval '8 days' + g * interval '1 second' as shift
+          select gen_random_uuid() as id, interval '1 minute' + g * (interval '1 day' / ${PER_DAY}) as shift
           from generate_series($1::int, $2::int) g`, [seeded + 1, seeded + count]);
         for (const [statement, template] of statements) await client.query(statement, [template]);
         await client.query('commit');
