@@ -722,6 +722,7 @@ CREATE OR REPLACE FUNCTION baton_private.apply_retention()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
+ SET enable_sort TO 'off'
 AS $function$
 declare
   keep interval := (baton_private.settings()).keep_finished;
