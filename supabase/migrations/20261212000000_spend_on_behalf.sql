@@ -2,7 +2,8 @@
 -- tasks it handed to other agents count against its day as well as against the day of the agent that
 -- ran them. Once the day reaches a cap the agent neither claims (BT018, as before) nor hands work on
 -- (BT018 on every insert it makes, REST, RPC or batch, checked by one trigger); completing (with the
--- follow-up it names), answering and reading go on. And money in the budgets' words reads as money: $0.70, not $0.700000.
+-- follow-up it names), answering and reading go on. And money in the budgets' words reads as money:
+-- $0.70, not $0.700000.
 
 alter table public.agent_daily_spend
   add column behalf_tokens bigint not null default 0,
