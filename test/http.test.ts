@@ -1,8 +1,12 @@
-/** The fetch Baton hands supabase-js: what supabase-js relies on, against a real HTTP server. */
+/**
+ * The fetch Baton hands supabase-js: what supabase-js relies on, against a real HTTP server, both ways
+ * it sends (undici's pool for a daemon or a server, Node's HTTP client for a one-shot command).
+ */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batonFetch } from '../src/client/http.js';
+import { transport } from '../src/client/transport.js';
 import { freePort } from '../src/stack/ports.js';
 
 let server: http.Server;
@@ -27,7 +31,10 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-describe('batonFetch', () => {
+describe.each([['through the pool', false], ['one-shot', true]])('batonFetch, %s', (_, oneShot) => {
+  beforeAll(() => { transport.oneShot = oneShot; });
+  afterAll(() => { transport.oneShot = false; });
+
   it('sends the method, headers and body, and answers with the status, every header and the body', async () => {
     const res = await batonFetch(`${base}/rest/v1/rpc/x?a=1`, {
       method: 'POST', headers: new Headers({ apikey: 'k', 'content-type': 'application/json' }), body: '{"p":1}',

@@ -5,6 +5,7 @@
  */
 import module from 'node:module';
 import { version } from './package.js';
+import { serving } from './serving.js';
 
 // Node keeps what it compiled of the command and the chunks it loads for the next call (a cron job or a
 // HEARTBEAT script calls the CLI again and again): its compile cache, in the system's temporary folder
@@ -12,4 +13,11 @@ import { version } from './package.js';
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 const words = process.argv.slice(2);
 if (words.length === 1 && (words[0] === '--version' || words[0] === '-V')) process.stdout.write(`${version}\n`);
-else await import('./main.js');
+else {
+  // A call that sends a request or two and exits parses each kind of answer once or twice: zod's
+  // compiled parsers, which it builds on an object schema's first parse, cost it more than they save
+  // (about 15 ms of `baton show`). A serving call (a daemon, a server) keeps them. Set before the
+  // command tree builds its schemas.
+  if (!serving(process.argv)) (await import('zod')).z.config({ jitless: true });
+  await import('./main.js');
+}

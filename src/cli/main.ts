@@ -6,15 +6,7 @@ import { buildProgram, errorLine } from './program.js';
 import { nodeTooOld } from './package.js';
 import { processSettings, tracingWanted } from '../config.js';
 import { transport } from '../client/transport.js';
-
-/**
- * Whether the command serves until stopped (a daemon, a server, a watch): its work is traced per task
- * or per request, not as one span as long as the process.
- */
-function serving(argv: string[]): boolean {
-  const [first, second] = argv.slice(2).filter((word) => !word.startsWith('-'));
-  return ['mcp', 'a2a', 'board', 'watch'].includes(first ?? '') || (first === 'agent' && second === 'run') || (first === 'stack' && second === 'serve');
-}
+import { serving } from './serving.js';
 
 /**
  * Runs the command inside the trace the OTEL_* settings ask for; a command run by a traced executor
@@ -54,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     // A command that serves (a daemon, a server) keeps undici's pool; any other sends a request or two and exits.
     transport.oneShot = !serving(argv);
-    const program = buildProgram(argv);
+    const program = await buildProgram(argv);
     // Only what the command needs is loaded, when it runs (context.ts): `baton --version` loads none of it.
     if (tracingWanted()) await traced(program, argv);
     else await program.parseAsync(argv);

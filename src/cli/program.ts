@@ -1,23 +1,6 @@
 /** The `baton` command tree: every command and option, as commander defines them (the reference is checked against it). */
 import { Command } from 'commander';
 import { version } from './package.js';
-import { registerA2A } from './commands/a2a.js';
-import { registerAgent } from './commands/agent.js';
-import { registerArtifacts } from './commands/artifacts.js';
-import { registerBoard } from './commands/board.js';
-import { registerDoctor } from './commands/doctor.js';
-import { registerInit } from './commands/init.js';
-import { registerKeys } from './commands/keys.js';
-import { registerMcp } from './commands/mcp.js';
-import { registerMessages } from './commands/messages.js';
-import { registerPresence } from './commands/presence.js';
-import { registerProtocol } from './commands/protocol.js';
-import { registerSkill } from './commands/skill.js';
-import { registerStack } from './commands/stack.js';
-import { registerSpend, registerTasks } from './commands/tasks.js';
-import { registerWatch } from './commands/watch.js';
-import { registerWork } from './commands/work.js';
-import { registerWorkflows } from './commands/workflows.js';
 import { paint, safeText } from '../text/format.js';
 
 /** With --json, errors are one JSON document on stderr, usage errors included. */
@@ -30,27 +13,29 @@ export function errorLine(argv: string[], message: string, hint: string | null |
 
 /**
  * The commands, in groups as their modules add them, each with the top-level names it adds (in the
- * order --help lists them). test/cli.reference.test.ts checks the names against what each group adds.
+ * order --help lists them) and the module that adds them, loaded only for a call that names one of
+ * them (a call reads and runs one module of the twenty). test/cli.reference.test.ts checks the names
+ * against what each group adds.
  */
-export const commandGroups: ReadonlyArray<{ names: readonly string[]; register: (program: Command) => void }> = [
-  { names: ['discover', 'health', 'status', 'renew'], register: registerPresence },
-  { names: ['init'], register: registerInit },
-  { names: ['doctor'], register: registerDoctor },
-  { names: ['handoff', 'broadcast', 'tasks', 'show'], register: registerTasks },
-  { names: ['budget', 'spend'], register: registerSpend },
-  { names: ['claim', 'start', 'progress', 'ask', 'answer', 'reject', 'complete', 'fail', 'cancel', 'release', 'reassign'], register: registerWork },
-  { names: ['artifacts', 'artifact', 'chain'], register: registerArtifacts },
-  { names: ['message', 'inbox'], register: registerMessages },
-  { names: ['agent', 'sweep'], register: registerAgent },
-  { names: ['stack'], register: registerStack },
-  { names: ['keys'], register: registerKeys },
-  { names: ['retry', 'dead-letters', 'schedule', 'queue'], register: registerWorkflows },
-  { names: ['watch'], register: registerWatch },
-  { names: ['board'], register: registerBoard },
-  { names: ['a2a'], register: registerA2A },
-  { names: ['mcp'], register: (program) => registerMcp(program, version) },
-  { names: ['protocol'], register: registerProtocol },
-  { names: ['skill'], register: registerSkill },
+export const commandGroups: ReadonlyArray<{ names: readonly string[]; load: () => Promise<(program: Command) => void> }> = [
+  { names: ['discover', 'health', 'status', 'renew'], load: async () => (await import('./commands/presence.js')).registerPresence },
+  { names: ['init'], load: async () => (await import('./commands/init.js')).registerInit },
+  { names: ['doctor'], load: async () => (await import('./commands/doctor.js')).registerDoctor },
+  { names: ['handoff', 'broadcast', 'tasks', 'show'], load: async () => (await import('./commands/tasks.js')).registerTasks },
+  { names: ['budget', 'spend'], load: async () => (await import('./commands/tasks.js')).registerSpend },
+  { names: ['claim', 'start', 'progress', 'ask', 'answer', 'reject', 'complete', 'fail', 'cancel', 'release', 'reassign'], load: async () => (await import('./commands/work.js')).registerWork },
+  { names: ['artifacts', 'artifact', 'chain'], load: async () => (await import('./commands/artifacts.js')).registerArtifacts },
+  { names: ['message', 'inbox'], load: async () => (await import('./commands/messages.js')).registerMessages },
+  { names: ['agent', 'sweep'], load: async () => (await import('./commands/agent.js')).registerAgent },
+  { names: ['stack'], load: async () => (await import('./commands/stack.js')).registerStack },
+  { names: ['keys'], load: async () => (await import('./commands/keys.js')).registerKeys },
+  { names: ['retry', 'dead-letters', 'schedule', 'queue'], load: async () => (await import('./commands/workflows.js')).registerWorkflows },
+  { names: ['watch'], load: async () => (await import('./commands/watch.js')).registerWatch },
+  { names: ['board'], load: async () => (await import('./commands/board.js')).registerBoard },
+  { names: ['a2a'], load: async () => (await import('./commands/a2a.js')).registerA2A },
+  { names: ['mcp'], load: async () => { const { registerMcp } = await import('./commands/mcp.js'); return (program) => registerMcp(program, version); } },
+  { names: ['protocol'], load: async () => (await import('./commands/protocol.js')).registerProtocol },
+  { names: ['skill'], load: async () => (await import('./commands/skill.js')).registerSkill },
 ];
 
 /** The root's options that take a value as the next word (`--url http://…`). */
@@ -73,7 +58,7 @@ function groupsFor(args: string[]): ReadonlyArray<(typeof commandGroups)[number]
   return group ? [group] : commandGroups;
 }
 
-export function buildProgram(argv: string[]): Command {
+export async function buildProgram(argv: string[]): Promise<Command> {
   const program = new Command('baton')
     .description('Hand work between AI agents through a Supabase (Postgres) project.')
     .version(version)
@@ -105,7 +90,8 @@ Example:
   $ export BATON_AGENT_TOKEN=$(baton agent create coder --capabilities code --json | jq -r .token)
   $ baton claim --next`)
     .exitOverride();
-  for (const group of groupsFor(argv.slice(2))) group.register(program);
+  const groups = groupsFor(argv.slice(2));
+  for (const register of await Promise.all(groups.map((group) => group.load()))) register(program);
   return program;
 }
 

@@ -3,7 +3,7 @@ import type { Json } from '../database.types.js';
 import type { BatonDb } from './connection.js';
 import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
-import { Agent, DeadLetter, HandoffInput, QueueRow, RecurringHandoff, SweepReport, Task } from '../schemas.js';
+import { Agent, DeadLetter, HandoffInput, lazy, QueueRow, RecurringHandoff, SweepReport, Task } from '../schemas.js';
 import { mintAgentToken, type SigningKey, type TokenSigner } from '../tokens.js';
 import { asJson, connect, unwrap, unwrapOne } from './connection.js';
 
@@ -44,11 +44,11 @@ export interface NewAgent {
   tokenExpiresAt?: Date;
 }
 
-const Registered = z.array(z.object({ agent_id: z.string(), token_id: z.uuid() })).length(1);
-const RecurringHandoffs = z.array(RecurringHandoff);
-const Ids = z.array(z.object({ id: z.uuid() }));
-const DeadLetters = z.array(DeadLetter);
-const Agents = z.array(Agent);
+const Registered = lazy(() => z.array(z.object({ agent_id: z.string(), token_id: z.uuid() })).length(1));
+const RecurringHandoffs = lazy(() => z.array(RecurringHandoff));
+const Ids = lazy(() => z.array(z.object({ id: z.uuid() })));
+const DeadLetters = lazy(() => z.array(DeadLetter));
+const Agents = lazy(() => z.array(Agent));
 
 /** Pauses or resumes a recurring hand-off, as whoever `db` acts for (the database decides who may). */
 export async function setScheduleEnabled(db: BatonDb, name: string, enabled: boolean): Promise<RecurringHandoff | null> {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, toBatonError, UnauthorizedError, ValidationError, type BatonError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
-  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage, Budget, BudgetInput, TaskBudget, SpendRow,
+  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage, Budget, BudgetInput, TaskBudget, SpendRow, lazy,
 } from '../schemas.js';
 import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
@@ -31,31 +31,31 @@ export interface TaskFilter {
   offset?: number;
 }
 
-const Tasks = z.array(Task);
-const TaskRuns = z.array(TaskRun);
-const ChainUsages = z.array(ChainUsage);
-const SpendRows = z.array(SpendRow);
-const MaybeTaskBudget = TaskBudget.nullable();
+const Tasks = lazy(() => z.array(Task));
+const TaskRuns = lazy(() => z.array(TaskRun));
+const ChainUsages = lazy(() => z.array(ChainUsage));
+const SpendRows = lazy(() => z.array(SpendRow));
+const MaybeTaskBudget = lazy(() => TaskBudget.nullable());
 // The answers' schemas, made once: zod compiles a schema on its first parse, so one made per call
 // costs more than the parse itself.
-const BatchHandoffs = z.array(BatchHandoff);
-const BatchOutcomes = z.array(BatchOutcome);
-const ReportAndClaimAnswer = z.object({
+const BatchHandoffs = lazy(() => z.array(BatchHandoff));
+const BatchOutcomes = lazy(() => z.array(BatchOutcome));
+const ReportAndClaimAnswer = lazy(() => z.object({
   outcomes: BatchOutcomes, claimed: Tasks,
   claim_error: z.object({ code: z.string(), message: z.string(), hint: z.string().nullable() }).nullable(),
-});
-const ClaimedRows = z.array(z.looseObject({ id: z.string(), claim_token: z.string().nullable(), status: z.string() }));
-const FanOutAnswer = z.object({ tasks: z.array(z.uuid()), join: z.uuid() });
-const Artifacts = z.array(Artifact);
-const ArtifactWithContent = Artifact.extend({ content: z.string().nullable() });
-const ArtifactsWithContent = z.array(ArtifactWithContent);
-const LineageRows = z.array(LineageRow);
-const TaskSummaries = z.array(z.object({ id: z.string(), title: z.string(), status: z.string() }));
-const AgentPresences = z.array(AgentPresence);
-const ClaimChecks = z.array(ClaimCheck);
-const TaskEvents = z.array(TaskEvent);
-const Messages = z.array(Message);
-const Agents = z.array(Agent);
+}));
+const ClaimedRows = lazy(() => z.array(z.looseObject({ id: z.string(), claim_token: z.string().nullable(), status: z.string() })));
+const FanOutAnswer = lazy(() => z.object({ tasks: z.array(z.uuid()), join: z.uuid() }));
+const Artifacts = lazy(() => z.array(Artifact));
+const ArtifactWithContent = lazy(() => Artifact.extend({ content: z.string().nullable() }));
+const ArtifactsWithContent = lazy(() => z.array(ArtifactWithContent));
+const LineageRows = lazy(() => z.array(LineageRow));
+const TaskSummaries = lazy(() => z.array(z.object({ id: z.string(), title: z.string(), status: z.string() })));
+const AgentPresences = lazy(() => z.array(AgentPresence));
+const ClaimChecks = lazy(() => z.array(ClaimCheck));
+const TaskEvents = lazy(() => z.array(TaskEvent));
+const Messages = lazy(() => z.array(Message));
+const Agents = lazy(() => z.array(Agent));
 
 /** Outcomes as report_outcomes takes them. */
 const outcomesJson = (outcomes: Outcome[]) => asJson(outcomes.map((o) => ('error' in o

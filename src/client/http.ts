@@ -7,9 +7,11 @@
  * It speaks to a Supabase API (or Baton's gateway) only: no redirects, no cookies, no caching, which
  * supabase-js's REST calls do not use. A failure to connect is reported as fetch reports it, a TypeError
  * "fetch failed" whose cause says why, so supabase-js and Baton word it as they always have. A one-shot
- * CLI command sends with Node's fetch instead (transport.ts), by the same deadlines and with the same
- * failures.
+ * CLI command sends with Node's own HTTP client instead (transport.ts), by the same deadlines and with
+ * the same failures.
  */
+import { request as http } from 'node:http';
+import { request as https } from 'node:https';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { ending, isUntraced, tracer, traceHeaders, tracing } from '../telemetry/tracing.js';
 import { transport } from './transport.js';
@@ -165,21 +167,39 @@ const send: typeof fetch = async (input, init = {}) => {
 };
 
 /**
- * One request with Node's fetch, for a one-shot command: the deadline ends it as the pool's timeouts
- * do, as a failure to reach (not as the caller's abort), with the answer read whole within it.
+ * One request with Node's own HTTP client, for a one-shot command: the deadline ends it as the pool's
+ * timeouts do, as a failure to reach (not as the caller's abort), with the answer read whole within it.
+ * Not Node's fetch: a process that used it spends about 100 ms more, half in compiling the HTTP parser
+ * fetch brings (WebAssembly) and half at exit, waiting for that compilation to finish (npm run
+ * bench:cli). Idle connections are kept for the command's next request and do not hold it open.
  */
-async function sendOnce(url: string, init: RequestInit & { signal: AbortSignal | null }, deadline: number): Promise<Response> {
+async function sendOnce(url: string, init: { method: string; headers: Record<string, string>; body: string | Uint8Array | null; signal: AbortSignal | null }, deadline: number): Promise<Response> {
   const timeout = AbortSignal.timeout(deadline);
+  const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+  const send = url.startsWith('https:') ? https : http;
   try {
-    const answer = await fetch(url, { ...init, signal: init.signal ? AbortSignal.any([init.signal, timeout]) : timeout });
+    const answer = await new Promise<Response>((resolve, reject) => {
+      const request = send(url, { method: init.method, headers: init.headers, signal }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => {
+          const status = response.statusCode ?? 0;
+          const empty = bodiless.has(status) || init.method === 'HEAD';
+          const headers = Object.entries(response.headers).flatMap(([name, value]) => (Array.isArray(value) ? value.map((one): [string, string] => [name, one]) : value === undefined ? [] : [[name, value] as [string, string]]));
+          resolve(new BufferedResponse(empty ? null : new Uint8Array(Buffer.concat(chunks)), { status, statusText: response.statusMessage ?? '', headers }));
+        });
+      });
+      request.on('error', reject);
+      request.end(init.body ?? undefined);
+    });
     if (answer.status >= 500) failed();
-    const empty = bodiless.has(answer.status) || init.method === 'HEAD';
-    const content = empty ? null : new Uint8Array(await answer.arrayBuffer());
-    return new BufferedResponse(content, { status: answer.status, statusText: answer.statusText, headers: answer.headers });
+    return answer;
   } catch (err) {
-    if (isAbort(err) && !timeout.aborted) throw err;
+    // The caller's own abort stays one; the deadline's is a failure to reach, as anything else is.
+    if (init.signal?.aborted && !timeout.aborted) throw err;
     failed();
-    throw err instanceof TypeError ? err : new TypeError('fetch failed', { cause: err });
+    throw new TypeError('fetch failed', { cause: err });
   }
 }
 
