@@ -5,7 +5,8 @@
  * - `baton --version` against `node -e 0` (target: within 1.3×);
  * - `baton show <id>` against a Node script that makes the same five requests with fetch, at once as
  *   `show` does (the task, its events, its messages, its runs' usage, and the heartbeat that goes with
- *   a read) and prints the answer (target: within 1.5×);
+ *   a read) and prints the answer (target: within 1.5×); and against the same script sending with
+ *   node:http, as `show` itself does, the least a Node process can spend on those requests;
  * - the same two commands from tsc's unbundled output (dist/cli/bin.js), to show what the bundle saves.
  *
  * Wall time of each process from spawn to exit, the kinds alternating, medians of BENCH_RUNS rounds
@@ -56,11 +57,35 @@ const [task, events, messages, usage] = await Promise.all([
 ]);
 console.log(JSON.stringify({ task: task[0], events, messages, usage }));
 `);
+  // The same with node:http, which a one-shot command sends with (src/client/http.ts).
+  const bareHttp = path.join(dir, 'bare-http.mjs');
+  fs.writeFileSync(bareHttp, `
+import http from 'node:http';
+const { SUPABASE_URL: url, SUPABASE_PUBLISHABLE_KEY: apikey, BATON_AGENT_TOKEN: token } = process.env;
+const headers = { apikey, authorization: 'Bearer ' + token, 'content-type': 'application/json' };
+const id = process.argv[2];
+const send = (query, method = 'GET', body) => new Promise((resolve, reject) => {
+  const request = http.request(url + '/rest/v1/' + query, { method, headers }, (response) => {
+    let text = '';
+    response.setEncoding('utf8').on('data', (chunk) => { text += chunk; }).on('end', () => resolve(JSON.parse(text)));
+  });
+  request.on('error', reject).end(body);
+});
+const [task, events, messages, usage] = await Promise.all([
+  send('task_handoffs?select=*&id=eq.' + id),
+  send('task_events?select=*&task_id=eq.' + id + '&order=id.asc'),
+  send('agent_messages?select=*&task_id=eq.' + id + '&order=created_at.desc&limit=200'),
+  send('task_runs?select=*&task_id=eq.' + id + '&order=attempt.asc,model.asc'),
+  send('rpc/send_heartbeat', 'POST', JSON.stringify({ p_active: true })),
+]);
+console.log(JSON.stringify({ task: task[0], events, messages, usage }));
+`);
   const childEnv = { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, NO_COLOR: '1' };
   const kinds: Record<string, string[]> = {
     'node -e 0': ['-e', '0'],
     'baton --version': [bundled, '--version'],
     'bare fetch (5 requests)': [bare, task.id],
+    'bare node:http (5 requests)': [bareHttp, task.id],
     'baton show <id>': [bundled, 'show', task.id],
     'unbundled baton --version': [unbundled, '--version'],
     'unbundled baton show <id>': [unbundled, 'show', task.id],
@@ -86,6 +111,7 @@ console.log(JSON.stringify({ task: task[0], events, messages, usage }));
     say(`| ${kind} | ${m[kind]!.toFixed(0)} | ${base} (${m[base]!.toFixed(0)}) | ${(m[kind]! / m[base]!).toFixed(2)} | ${target} |`);
   row('baton --version', 'node -e 0', '≤ 1.3');
   row('baton show <id>', 'bare fetch (5 requests)', '≤ 1.5');
+  row('baton show <id>', 'bare node:http (5 requests)', '');
   row('unbundled baton --version', 'node -e 0', '');
   row('unbundled baton show <id>', 'bare fetch (5 requests)', '');
   if (process.env.BENCH_CLI_ALSO) {

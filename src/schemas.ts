@@ -3,32 +3,10 @@
  * TypeScript is parsed with one of these.
  */
 import { z } from 'zod';
+import { lazy } from './on-demand.js';
 import { taskPriorities, taskStatuses } from './statuses.js';
 
 export { finalStatuses, openStatuses } from './statuses.js';
-
-/**
- * A schema made when it is first used rather than when this module loads: the proxy builds it at the
- * first look at any of its properties and is that schema from then on (its methods, `instanceof`, its
- * place in other schemas). A call of the CLI uses a handful of the schemas here, and making all of them
- * took zod 20-30 ms, a fifth of `baton show`'s own start-up (npm run bench:cli).
- */
-export function lazy<S extends object>(build: () => S): S {
-  let schema: S | undefined;
-  const made = () => (schema ??= build());
-  return new Proxy(Object.create(null) as S, {
-    get: (_, key) => Reflect.get(made(), key),
-    set: (_, key, value) => Reflect.set(made(), key, value),
-    has: (_, key) => Reflect.has(made(), key),
-    getPrototypeOf: () => Object.getPrototypeOf(made()),
-    ownKeys: () => Reflect.ownKeys(made()),
-    // Reported as configurable: a proxy may not claim a fixed property its own (empty) target lacks.
-    getOwnPropertyDescriptor: (_, key) => {
-      const property = Reflect.getOwnPropertyDescriptor(made(), key);
-      return property && { ...property, configurable: true };
-    },
-  });
-}
 
 /** Mirrors the SQL enum public.task_status. */
 export const TaskStatus = lazy(() => z.enum(taskStatuses));

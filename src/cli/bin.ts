@@ -5,7 +5,6 @@
  */
 import module from 'node:module';
 import { version } from './package.js';
-import { serving } from './serving.js';
 
 // Node keeps what it compiled of the command and the chunks it loads for the next call (a cron job or a
 // HEARTBEAT script calls the CLI again and again): its compile cache, in the system's temporary folder
@@ -14,10 +13,14 @@ import { serving } from './serving.js';
 const words = process.argv.slice(2);
 if (words.length === 1 && (words[0] === '--version' || words[0] === '-V')) process.stdout.write(`${version}\n`);
 else {
-  // A call that sends a request or two and exits parses each kind of answer once or twice: zod's
-  // compiled parsers, which it builds on an object schema's first parse, cost it more than they save
-  // (about 15 ms of `baton show`). A serving call (a daemon, a server) keeps them. Set before the
-  // command tree builds its schemas.
-  if (!serving(process.argv)) (await import('zod')).z.config({ jitless: true });
+  // A call that sends a request or two and exits makes the few schemas it uses when it uses them, and
+  // parses each kind of answer once or twice, where zod's compiled parsers (built on an object schema's
+  // first parse) cost it more than they save: about 40 ms of `baton show` together. A serving call (a
+  // daemon, a server) keeps both. Set before the command's modules make their schemas.
+  const { serving } = await import('./serving.js');
+  if (!serving(process.argv)) {
+    (await import('zod')).z.config({ jitless: true });
+    (await import('../on-demand.js')).schemasOnDemand();
+  }
   await import('./main.js');
 }

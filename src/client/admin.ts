@@ -3,7 +3,8 @@ import type { Json } from '../database.types.js';
 import type { BatonDb } from './connection.js';
 import { z } from 'zod';
 import { UnauthorizedError } from '../errors.js';
-import { Agent, DeadLetter, HandoffInput, lazy, QueueRow, RecurringHandoff, SweepReport, Task } from '../schemas.js';
+import { Agent, DeadLetter, HandoffInput, QueueRow, RecurringHandoff, SweepReport, Task } from '../schemas.js';
+import { lazy } from '../on-demand.js';
 import { mintAgentToken, type SigningKey, type TokenSigner } from '../tokens.js';
 import { asJson, connect, unwrap, unwrapOne } from './connection.js';
 

@@ -6,8 +6,9 @@ import { z } from 'zod';
 import { AmbiguousIdError, NotFoundError, toBatonError, UnauthorizedError, ValidationError, type BatonError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
-  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage, Budget, BudgetInput, TaskBudget, SpendRow, lazy,
+  FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage, Budget, BudgetInput, TaskBudget, SpendRow,
 } from '../schemas.js';
+import { lazy } from '../on-demand.js';
 import {
   checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
   type ArtifactContent, type LinkedArtifact, type ResolvedArtifact,

@@ -45,7 +45,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   const log = options.log ?? silentLogger;
   const agent = new McpAgent(client, log, options.allowPaths ?? true);
   const taskStore = new BatonTaskStore(agent);
-  const wakeups = new TaskWakeups((task, why) => log.debug({ task, why }, 'tasks/result looks again'));
+  const wakeups = new TaskWakeups((task, why) => (why ? log.debug({ task, why }, 'tasks/result looks again') : log.debug({ task }, 'tasks/result waits for a change')));
   const server = new McpServer(
     { name: 'baton', title: `Baton (agent ${client.agentId})`, version: options.version },
     {

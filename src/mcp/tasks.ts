@@ -198,7 +198,8 @@ export class TaskWakeups {
   /** Changes that came while nobody waited (between two looks): the next wait ends at once. */
   private readonly missed = new Map<string, string>();
 
-  constructor(private readonly woke: (taskId: string, why: string) => void = () => undefined) {}
+  /** `told` hears of each wait that begins (no `why`) and of each that a change ends early (`why`). */
+  constructor(private readonly told: (taskId: string, why?: string) => void = () => undefined) {}
 
   /** Resolves when `slept` does, or when the task is woken first (or was, since the last look). */
   until(taskId: string, slept: Promise<void>): Promise<void> {
@@ -206,7 +207,7 @@ export class TaskWakeups {
     if (missed) {
       this.missed.delete(taskId);
       slept.catch(() => undefined);
-      this.woke(taskId, missed);
+      this.told(taskId, missed);
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
@@ -214,6 +215,7 @@ export class TaskWakeups {
       const set = this.waiting.get(taskId) ?? new Set();
       set.add(wake);
       this.waiting.set(taskId, set);
+      this.told(taskId);
       slept.then(resolve, reject).finally(() => {
         set.delete(wake);
         if (!set.size) this.waiting.delete(taskId);
@@ -229,7 +231,7 @@ export class TaskWakeups {
       return;
     }
     for (const wake of waiting) wake();
-    this.woke(taskId, why);
+    this.told(taskId, why);
   }
 }
 
