@@ -214,6 +214,15 @@ export function unreadableAnswer(request: string, issues: ReadonlyArray<{ path: 
 }
 
 /**
+ * Why a request never got an answer, in its cause's words: supabase-js puts them in a failed fetch's
+ * details ("Caused by: Error: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)"), where its
+ * message only says "fetch failed".
+ */
+function causeOf(details: string | null | undefined): string | undefined {
+  return /\n\nCaused by: (?:\w*Error: )?([^\n]+)/.exec(details ?? '')?.[1];
+}
+
+/**
  * Maps a PostgREST error (as supabase-js returns it) to a typed Baton error. An error without a code
  * never came from the database: the API could not be reached, or its gateway refused the API key.
  */
@@ -245,7 +254,7 @@ export function toBatonError(
       code: 'CONNECTION',
       message: status
         ? `${where} answered HTTP ${status}${error.message ? ` (${error.message})` : ''}, not as a Baton API`
-        : `could not reach ${where}: ${said.replace(/^TypeError: /, '')}`,
+        : `could not reach ${where}: ${causeOf(error.details) ?? said.replace(/^TypeError: /, '')}`,
       details: error.details ?? null,
       hint: status
         ? 'Set SUPABASE_URL to the project URL itself (e.g. https://<ref>.supabase.co or http://127.0.0.1:54321), without /rest/v1.'

@@ -199,7 +199,7 @@ async function sendOnce(url: string, init: { method: string; headers: Record<str
     // The caller's own abort stays one; the deadline's is a failure to reach, as anything else is.
     if (init.signal?.aborted && !timeout.aborted) throw err;
     failed();
-    throw new TypeError('fetch failed', { cause: err });
+    throw new TypeError('fetch failed', { cause: timeout.aborted ? new Error(`no answer within ${deadline / 1000} s`, { cause: err }) : err });
   }
 }
 
