@@ -29,7 +29,9 @@ export async function startStackProcess(dir: string): Promise<StackProcess> {
   const exited = once(child, 'exit');
   // A bench that ends without stopping it (an error, Ctrl-C) takes its stack with it: no Postgres or
   // PostgREST is left running behind a run that died.
-  const orphaned = () => { if (child.exitCode === null) child.kill('SIGTERM'); };
+  // One SIGTERM, once: the handler below and the exit it makes would otherwise send two.
+  let told = false;
+  const orphaned = () => { if (child.exitCode === null && !told) { told = true; child.kill('SIGTERM'); } };
   process.once('exit', orphaned);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { orphaned(); process.exit(128 + (signal === 'SIGINT' ? 2 : 15)); });
   const deadline = Date.now() + 120_000;

@@ -137,6 +137,21 @@ describe('baton stack', async () => {
     expect((await baton(['health', '--dir', dir])).stdout).toMatch(/^ok: http:\/\/127\.0\.0\.1:\d+ answers$/m);
   });
 
+  it('stops whole when told twice at once, as a second Ctrl-C or a repeating supervisor does', async () => {
+    const running = readRuntime(dir)!;
+    expect(isAlive(running.postgresPid!) && isAlive(running.postgrestPid!)).toBe(true);
+    // Two at once, as a bench's harness sent them (its signal handler, then the exit it made): the
+    // second once came while the first was acted on, and ended the process halfway, its Postgres left.
+    process.kill(running.pid, 'SIGTERM');
+    process.kill(running.pid, 'SIGTERM');
+    const deadline = Date.now() + 60_000;
+    while ([running.pid, running.postgresPid!, running.postgrestPid!].some(isAlive)) {
+      if (Date.now() > deadline) expect.fail(`still running a minute after two SIGTERMs: ${[running.pid, running.postgresPid, running.postgrestPid].filter((pid) => isAlive(pid!)).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(readRuntime(dir)).toBeUndefined();
+  });
+
   it('names a port that is already taken', async () => {
     const blocker = net.createServer();
     const taken = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as net.AddressInfo).port)));

@@ -55,12 +55,17 @@ function registerStackServe(stack: Command): void {
       const log = (await import('../../logger.js')).createLogger();
       const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
       await new Promise<void>((resolve) => {
+        // Stopped once, whatever comes after: a second signal (a second Ctrl-C, a supervisor that
+        // repeats itself) must not end the process halfway, leaving its Postgres and PostgREST running.
+        let stopping = false;
         const shutdown = (signal: string) => {
+          if (stopping) return void log.info({ signal }, 'already stopping the stack');
+          stopping = true;
           log.info({ signal }, 'stopping the stack');
           running.stop().then(resolve, (err) => { log.error({ err }, 'stop failed'); resolve(); });
         };
-        process.once('SIGTERM', () => shutdown('SIGTERM'));
-        process.once('SIGINT', () => shutdown('SIGINT'));
+        process.on('SIGTERM', () => shutdown('SIGTERM'));
+        process.on('SIGINT', () => shutdown('SIGINT'));
       });
       log.info({ log: stackPaths(config.stackDir).log }, 'stack stopped');
       // Everything is stopped; a keep-alive socket or a client's timer must not hold the exit for seconds.
