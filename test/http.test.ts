@@ -19,6 +19,8 @@ beforeAll(async () => {
     req.on('end', () => {
       if (req.url === '/empty') return void res.writeHead(204).end();
       if (req.url === '/slow') return void setTimeout(() => res.end('late'), 5000);
+      // A heartbeat's deadline is 5 s (requestDeadlines).
+      if (req.url === '/rest/v1/rpc/send_heartbeat') return void setTimeout(() => res.end('{}'), 6000);
       res.writeHead(201, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
       res.end(JSON.stringify({ method: req.method, url: req.url, apikey: req.headers.apikey, body: Buffer.concat(chunks).toString() }));
     });
@@ -78,6 +80,13 @@ describe.each([['through the pool', false], ['one-shot', true]])('batonFetch, %s
   it('stops when its signal aborts, as fetch does', async () => {
     const err = await batonFetch(`${base}/slow`, { signal: AbortSignal.timeout(100) }).catch((e: unknown) => e);
     expect((err as Error).name).toMatch(/AbortError|TimeoutError/);
+  });
+
+  it('gives up on an answer past its deadline, as a failure to reach that says how long it waited', async () => {
+    const err = await batonFetch(`${base}/rest/v1/rpc/send_heartbeat`, { method: 'POST', body: '{}' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TypeError);
+    expect((err as Error).message).toBe('fetch failed');
+    expect(((err as Error).cause as Error).message).toBe('no answer within 5 s');
   });
 
   it('reports an unreachable server as fetch does: a TypeError "fetch failed" whose cause says why', async () => {

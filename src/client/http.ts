@@ -152,7 +152,8 @@ const send: typeof fetch = async (input, init = {}) => {
   } catch (err) {
     if (isAbort(err)) throw err;
     failed();
-    throw new TypeError('fetch failed', { cause: err });
+    const late = ['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'].includes((err as { code?: string }).code ?? '');
+    throw unreached(err, late ? deadline : undefined);
   }
   if (answer.statusCode >= 500) failed();
   // As pairs: the Response makes its Headers from them once.
@@ -169,9 +170,9 @@ const send: typeof fetch = async (input, init = {}) => {
 /**
  * One request with Node's own HTTP client, for a one-shot command: the deadline ends it as the pool's
  * timeouts do, as a failure to reach (not as the caller's abort), with the answer read whole within it.
- * Not Node's fetch: a process that used it spends about 100 ms more, half in compiling the HTTP parser
- * fetch brings (WebAssembly) and half at exit, waiting for that compilation to finish (npm run
- * bench:cli). Idle connections are kept for the command's next request and do not hold it open.
+ * Not Node's fetch: a process that used it spends about 130 ms more (npm run bench:cli), most of it at
+ * exit, waiting for V8 to finish compiling the WebAssembly HTTP parser fetch brings, the rest loading
+ * it. Idle connections are kept for the command's next request and do not hold it open.
  */
 async function sendOnce(url: string, init: { method: string; headers: Record<string, string>; body: string | Uint8Array | null; signal: AbortSignal | null }, deadline: number): Promise<Response> {
   const timeout = AbortSignal.timeout(deadline);
@@ -199,8 +200,13 @@ async function sendOnce(url: string, init: { method: string; headers: Record<str
     // The caller's own abort stays one; the deadline's is a failure to reach, as anything else is.
     if (init.signal?.aborted && !timeout.aborted) throw err;
     failed();
-    throw new TypeError('fetch failed', { cause: timeout.aborted ? new Error(`no answer within ${deadline / 1000} s`, { cause: err }) : err });
+    throw unreached(err, timeout.aborted ? deadline : undefined);
   }
+}
+
+/** A failure to reach, as fetch reports one (a TypeError "fetch failed" whose cause says why); one past its deadline says how long it waited. */
+function unreached(err: unknown, lateAfterMs?: number): TypeError {
+  return new TypeError('fetch failed', { cause: lateAfterMs === undefined ? err : new Error(`no answer within ${lateAfterMs / 1000} s`, { cause: err }) });
 }
 
 /**
