@@ -41,36 +41,14 @@ try {
   const { token } = await admin.createAgent({ id: 'bench-cli' });
   const task = await createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token })
     .handoff({ to: 'bench-cli', title: 'read me', allowOffline: true });
-  // The bare process: the five requests `baton show` makes, at once as it makes them, with Node's fetch.
-  const bare = path.join(dir, 'bare-fetch.mjs');
-  fs.writeFileSync(bare, `
+  // The bare process: the five requests `baton show` makes, at once as it makes them, each sent by
+  // `send(query, method, body)`: with Node's fetch, and with node:http, as a one-shot command sends
+  // (src/client/http.ts).
+  const bareScript = (send: string) => `
 const { SUPABASE_URL: url, SUPABASE_PUBLISHABLE_KEY: apikey, BATON_AGENT_TOKEN: token } = process.env;
 const headers = { apikey, authorization: 'Bearer ' + token, 'content-type': 'application/json' };
 const id = process.argv[2];
-const read = (query) => fetch(url + '/rest/v1/' + query, { headers }).then((r) => r.json());
-const [task, events, messages, usage] = await Promise.all([
-  read('task_handoffs?select=*&id=eq.' + id),
-  read('task_events?select=*&task_id=eq.' + id + '&order=id.asc'),
-  read('agent_messages?select=*&task_id=eq.' + id + '&order=created_at.desc&limit=200'),
-  read('task_runs?select=*&task_id=eq.' + id + '&order=attempt.asc,model.asc'),
-  fetch(url + '/rest/v1/rpc/send_heartbeat', { method: 'POST', headers, body: JSON.stringify({ p_active: true }) }).then((r) => r.json()),
-]);
-console.log(JSON.stringify({ task: task[0], events, messages, usage }));
-`);
-  // The same with node:http, which a one-shot command sends with (src/client/http.ts).
-  const bareHttp = path.join(dir, 'bare-http.mjs');
-  fs.writeFileSync(bareHttp, `
-import http from 'node:http';
-const { SUPABASE_URL: url, SUPABASE_PUBLISHABLE_KEY: apikey, BATON_AGENT_TOKEN: token } = process.env;
-const headers = { apikey, authorization: 'Bearer ' + token, 'content-type': 'application/json' };
-const id = process.argv[2];
-const send = (query, method = 'GET', body) => new Promise((resolve, reject) => {
-  const request = http.request(url + '/rest/v1/' + query, { method, headers }, (response) => {
-    let text = '';
-    response.setEncoding('utf8').on('data', (chunk) => { text += chunk; }).on('end', () => resolve(JSON.parse(text)));
-  });
-  request.on('error', reject).end(body);
-});
+${send}
 const [task, events, messages, usage] = await Promise.all([
   send('task_handoffs?select=*&id=eq.' + id),
   send('task_events?select=*&task_id=eq.' + id + '&order=id.asc'),
@@ -79,7 +57,17 @@ const [task, events, messages, usage] = await Promise.all([
   send('rpc/send_heartbeat', 'POST', JSON.stringify({ p_active: true })),
 ]);
 console.log(JSON.stringify({ task: task[0], events, messages, usage }));
-`);
+`;
+  const bare = path.join(dir, 'bare-fetch.mjs');
+  fs.writeFileSync(bare, bareScript(`const send = (query, method = 'GET', body) => fetch(url + '/rest/v1/' + query, { method, headers, body }).then((r) => r.json());`));
+  const bareHttp = path.join(dir, 'bare-http.mjs');
+  fs.writeFileSync(bareHttp, `import http from 'node:http';\n${bareScript(`const send = (query, method = 'GET', body) => new Promise((resolve, reject) => {
+  const request = http.request(url + '/rest/v1/' + query, { method, headers }, (response) => {
+    let text = '';
+    response.setEncoding('utf8').on('data', (chunk) => { text += chunk; }).on('end', () => resolve(JSON.parse(text)));
+  });
+  request.on('error', reject).end(body);
+});`)}`);
   const childEnv = { ...process.env, SUPABASE_URL: env.SUPABASE_URL, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: token, NO_COLOR: '1' };
   const kinds: Record<string, string[]> = {
     'node -e 0': ['-e', '0'],

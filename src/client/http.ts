@@ -156,16 +156,20 @@ const send: typeof fetch = async (input, init = {}) => {
     throw unreached(err, late ? deadline : undefined);
   }
   if (answer.statusCode >= 500) failed();
-  // As pairs: the Response makes its Headers from them once.
-  const headers: Array<[string, string]> = [];
-  for (const [name, value] of Object.entries(answer.headers)) {
-    if (Array.isArray(value)) for (const one of value) headers.push([name, one]);
-    else if (value !== undefined) headers.push([name, value]);
-  }
   const empty = bodiless.has(answer.statusCode) || method === 'HEAD';
   const content = empty ? (await answer.body.dump(), null) : new Uint8Array(await answer.body.arrayBuffer());
-  return new BufferedResponse(content, { status: answer.statusCode, headers });
+  return new BufferedResponse(content, { status: answer.statusCode, headers: headerPairs(answer.headers) });
 };
+
+/** Headers as undici and node:http give them (a list for a repeated one), as pairs: the Response makes its Headers from them once. */
+function headerPairs(headers: Record<string, string | string[] | undefined>): Array<[string, string]> {
+  const pairs: Array<[string, string]> = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (Array.isArray(value)) for (const one of value) pairs.push([name, one]);
+    else if (value !== undefined) pairs.push([name, value]);
+  }
+  return pairs;
+}
 
 /**
  * One request with Node's own HTTP client, for a one-shot command: the deadline ends it as the pool's
@@ -187,8 +191,7 @@ async function sendOnce(url: string, init: { method: string; headers: Record<str
         response.on('end', () => {
           const status = response.statusCode ?? 0;
           const empty = bodiless.has(status) || init.method === 'HEAD';
-          const headers = Object.entries(response.headers).flatMap(([name, value]) => (Array.isArray(value) ? value.map((one): [string, string] => [name, one]) : value === undefined ? [] : [[name, value] as [string, string]]));
-          resolve(new BufferedResponse(empty ? null : new Uint8Array(Buffer.concat(chunks)), { status, statusText: response.statusMessage ?? '', headers }));
+          resolve(new BufferedResponse(empty ? null : new Uint8Array(Buffer.concat(chunks)), { status, statusText: response.statusMessage ?? '', headers: headerPairs(response.headers) }));
         });
       });
       request.on('error', reject);
