@@ -1868,8 +1868,8 @@ declare
 begin
   perform baton_private.check_holder(t, me, p_claim_token);
   perform baton_private.require_text(p_error, 'the reason for a failure', 'Say what went wrong, in one line.');
-  if t.status <> 'in_progress' then
-    raise exception 'task % is %; only a task in progress can fail', t.id, t.status
+  if t.status not in ('in_progress', 'input_required') then
+    raise exception 'task % is %; only a task in progress (or waiting for an answer) can fail', t.id, t.status
       using errcode = 'BT001', hint = 'Release a claimed task instead (baton release <task>).';
   end if;
   if p_retry and t.attempts < t.max_attempts then
@@ -1980,6 +1980,7 @@ begin
     raise exception 'a budget needs tokens, money or both' using errcode = 'BT005',
       hint = 'Give --budget-tokens N, --budget-usd N, or both.';
   end if;
+  perform baton_private.require_amount(p_usd, 'a budget in money');
   if p_tokens <= 0 or p_usd <= 0 then
     raise exception 'a budget must be more than nothing (got % tokens, $%)', p_tokens, p_usd using errcode = 'BT005',
       hint = 'Give a positive number of tokens or dollars.';
@@ -1998,11 +1999,12 @@ begin
   select pg_catalog.min(b.tokens_limit - b.tokens_spent), pg_catalog.min(b.usd_limit - b.usd_spent)
   into left_tokens, left_usd
   from up join public.task_budgets b on b.task_id = up.id;
-  if p_tokens - coalesce(mine.tokens_spent, 0) > left_tokens then
+  -- Only a limit that changes asks the chain for more: one kept as it was was within it when it was set.
+  if p_tokens is distinct from mine.tokens_limit and p_tokens - coalesce(mine.tokens_spent, 0) > left_tokens then
     raise exception 'task % asks for % more tokens, but its chain has % left', t.id, p_tokens - coalesce(mine.tokens_spent, 0), greatest(left_tokens, 0)
       using errcode = 'BT017', hint = 'Ask for at most what is left (baton show <parent> says), or have the budget above raised first.';
   end if;
-  if p_usd - coalesce(mine.usd_spent, 0) > left_usd then
+  if p_usd is distinct from mine.usd_limit and p_usd - coalesce(mine.usd_spent, 0) > left_usd then
     raise exception 'task % asks for % more, but its chain has % left', t.id,
       baton_private.usd_text(p_usd - coalesce(mine.usd_spent, 0)), baton_private.usd_text(greatest(left_usd, 0))
       using errcode = 'BT017', hint = 'Ask for at most what is left (baton show <parent> says), or have the budget above raised first.';
@@ -2641,6 +2643,7 @@ begin
   end if;
   perform baton_private.require_text(p_runtime, 'the runtime', 'Name what ran the task: claude, codex, gemini, openclaw, ...');
   perform baton_private.require_text(p_model, 'the model', 'Name the model the tokens were spent on.');
+  perform baton_private.require_amount(p_cost_usd, 'the cost of a run');
   if least(p_input_tokens, p_output_tokens, p_cached_tokens, p_turns::bigint) < 0 or p_cost_usd < 0 then
     raise exception 'usage of task % has a negative count', t.id
       using errcode = 'BT005', hint = 'Report tokens, turns and cost as counts of zero or more.';
@@ -3026,6 +3029,21 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.require_amount(amount numeric, what text)
+ RETURNS void
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+begin
+  if amount = 'NaN'::numeric or amount = 'Infinity'::numeric or amount = '-Infinity'::numeric then
+    raise exception '% must be a finite number, not %', what, amount
+      using errcode = 'BT005', hint = 'Give an amount in dollars as a plain number, such as 2.5.';
+  end if;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.require_text(value text, what text, hint text)
  RETURNS void
  LANGUAGE plpgsql
@@ -3320,7 +3338,8 @@ begin
       using errcode = 'BT003', hint = pg_catalog.format('Ask "%s" to.', t.from_agent);
   end if;
   select * into b from public.task_budgets where task_id = t.id;
-  b := baton_private.give_budget(t, coalesce(p_tokens, case when p_usd is null then b.tokens_limit end), coalesce(p_usd, case when p_tokens is null then b.usd_limit end),
+  -- A limit not named stays as it was: raising the tokens keeps the money limit, and the other way round.
+  b := baton_private.give_budget(t, coalesce(p_tokens, b.tokens_limit), coalesce(p_usd, b.usd_limit),
                                  coalesce(p_on_spent, b.on_spent), coalesce(me, 'operator'));
   if b.spent_at is null then
     select m.id into question from public.agent_messages m
@@ -3764,6 +3783,7 @@ declare
   today date := (pg_catalog.now() at time zone 'UTC')::date;
   d public.agent_daily_spend;
 begin
+  perform baton_private.require_amount(new.daily_usd_cap, 'a daily cap in money');
   select * into d from public.agent_daily_spend x where x.agent_id = new.id and x.day = today;
   new.spend_capped_until := case
     when (new.daily_token_cap is not null and coalesce(d.tokens + d.behalf_tokens, 0) >= new.daily_token_cap)
@@ -4989,7 +5009,7 @@ CREATE TRIGGER step3_status_allowed BEFORE UPDATE ON public.task_handoffs FOR EA
             WHEN 'pending'::public.task_status THEN (new.status = ANY (ARRAY['claimed'::public.task_status, 'in_progress'::public.task_status, 'failed'::public.task_status, 'rejected'::public.task_status, 'cancelled'::public.task_status]))
             WHEN 'claimed'::public.task_status THEN (new.status = ANY (ARRAY['pending'::public.task_status, 'in_progress'::public.task_status, 'cancelled'::public.task_status]))
             WHEN 'in_progress'::public.task_status THEN (new.status = ANY (ARRAY['pending'::public.task_status, 'input_required'::public.task_status, 'completed'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status]))
-            WHEN 'input_required'::public.task_status THEN (new.status = ANY (ARRAY['in_progress'::public.task_status, 'cancelled'::public.task_status]))
+            WHEN 'input_required'::public.task_status THEN (new.status = ANY (ARRAY['pending'::public.task_status, 'in_progress'::public.task_status, 'failed'::public.task_status, 'cancelled'::public.task_status]))
             ELSE false
         END, false)))) EXECUTE FUNCTION baton_private.tg_task_handoffs__refuse_transition();
 
@@ -5434,6 +5454,8 @@ function: baton_private.report_progress(p_task_id uuid, p_message text, p_percen
 function: baton_private.request_incarnation() EXECUTE to postgres
 
 function: baton_private.require_agent() EXECUTE to postgres
+
+function: baton_private.require_amount(amount numeric, what text) EXECUTE to postgres
 
 function: baton_private.require_text(value text, what text, hint text) EXECUTE to postgres
 
@@ -6499,7 +6521,11 @@ comment on view public.waiting_tasks is 'Pending tasks that wait for tasks they 
 
 (input_required, cancelled): the sender withdrew it
 
+(input_required, failed): the holder gave up while waiting for an answer
+
 (input_required, in_progress): the sender answered
+
+(input_required, pending): the holder gave up waiting for an answer, or it was re-queued
 
 (pending, cancelled): the sender withdrew it
 

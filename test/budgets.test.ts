@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import type { BatonClient } from '../src/client/agent.js';
 import type { Task } from '../src/schemas.js';
 import { daemon, eventually } from './daemon-helpers.js';
-import { admin, newAgent, refusal, untyped, type TestAgent } from './helpers.js';
+import { cliAs, parsed } from './cli.js';
+import { admin, newAgent, refusal, stack, untyped, type TestAgent } from './helpers.js';
 
 const usage = (tokens: number, costUsd?: number) => ({ runtime: 'test', model: 'scripted', inputTokens: tokens, outputTokens: 0, ...(costUsd !== undefined ? { costUsd } : {}) });
 
@@ -163,6 +164,99 @@ describe('a budget along a chain', () => {
     await eventually(async () => seen.length === 2 && seen, 30_000, 'the task to run again once raised');
     expect(seen[1]!.left).toEqual({ tokens: 1_000_000 - 1400 });
   });
+});
+
+describe('setting a budget', () => {
+  it('changes only the limits it names, through the client and the CLI', async () => {
+    const [sender, worker] = await Promise.all([newAgent('raise-sender'), newAgent('raise-worker')]);
+    const task = await sender.client.handoff({ to: worker.id, title: 'two limits', budget: { tokens: 2_000_000, usd: 5 } });
+    await spend(worker, task, 100, 0.25);
+    await sender.client.setBudget(task.id, { tokens: 3_000_000 });
+    expect(await sender.client.budget(task.id)).toMatchObject({ tokens_left: 3_000_000 - 100, usd_left: 4.75 });
+    await sender.client.setBudget(task.id, { usd: 8 });
+    expect(await sender.client.budget(task.id)).toMatchObject({ tokens_left: 3_000_000 - 100, usd_left: 7.75 });
+    const cli = cliAs(sender.token, stack);
+    expect(parsed<{ tokens_left: number; usd_left: number }>(await cli('budget', task.id, '--tokens', '4M', '--json')))
+      .toMatchObject({ tokens_left: 4_000_000 - 100, usd_left: 7.75 });
+    expect(parsed<{ tokens_left: number; usd_left: number }>(await cli('budget', task.id, '--usd', '9', '--json')))
+      .toMatchObject({ tokens_left: 4_000_000 - 100, usd_left: 8.75 });
+    // The policy alone changes neither limit.
+    await sender.client.setBudget(task.id, { onSpent: 'fail' });
+    const [own] = (await sender.client.budget(task.id))!.budgets;
+    expect(own).toMatchObject({ tokens_limit: 4_000_000, usd_limit: 9, on_spent: 'fail' });
+  });
+
+  it('keeps a limit it does not name even when the chain above has less left now', async () => {
+    const [sender, worker] = await Promise.all([newAgent('keep-sender'), newAgent('keep-worker')]);
+    const root = await sender.client.handoff({ to: worker.id, title: 'root', budget: { tokens: 1000, usd: 10 } });
+    const held = await worker.client.claim(root.id, { start: true });
+    const child = await worker.client.handoff({ to: worker.id, title: 'child', parentTaskId: root.id, budget: { tokens: 800, usd: 1 } });
+    await worker.client.recordUsage(root.id, held.claim_token, usage(500));
+    // The chain has 500 tokens left, the child's own limit is 800: raising its money keeps its tokens.
+    await worker.client.setBudget(child.id, { usd: 2 });
+    expect((await worker.client.budget(child.id))!.budgets.find((b) => b.task_id === child.id)).toMatchObject({ tokens_limit: 800, usd_limit: 2 });
+  });
+});
+
+describe('a budget\'s stop, whatever the executor or the question does', () => {
+  it('keeps the outcome the budget\'s when an executor returns after its run was stopped', async () => {
+    const [sender, worker] = await Promise.all([newAgent('stop-sender'), newAgent('stop-worker')]);
+    await daemon(worker, {
+      executors: {
+        '*': async (_task, ctx) => {
+          await ctx.usage(usage(1500));
+          // As docs/daemon.md shows an executor that honours its signal: it returns.
+          if (ctx.signal.aborted) return { status: 'success', summary: 'returned anyway' };
+          return { status: 'success', summary: 'never here' };
+        },
+      },
+    });
+    const task = await sender.client.handoff({ to: worker.id, title: 'returns when stopped', budget: { tokens: 1000 } });
+    const held = await eventually(async () => {
+      const t = await sender.client.getTask(task.id);
+      return t.status !== 'in_progress' && t.status !== 'claimed' && t.status !== 'pending' ? t : t.status_reason?.startsWith('held:') && t;
+    }, 30_000, 'the stopped run to be reported');
+    expect(held.status, held.status_reason ?? '').toBe('pending');
+    expect(held.status_reason).toBe(`held: the budget on task ${task.id} is spent (1500 of 1000 tokens)`);
+    expect(held.result).toBeNull();
+  });
+
+  for (const onSpent of ['ask', 'fail'] as const) {
+    it(`ends a run stopped while its question is open ${onSpent === 'ask' ? 'held' : 'failed'}, as the sender chose (${onSpent}), in either order`, async () => {
+      const [sender, worker] = await Promise.all([newAgent(`qstop-sender-${onSpent}`), newAgent(`qstop-worker-${onSpent}`)]);
+      await daemon(worker, {
+        executors: {
+          // As a coding agent does: its shell runs `baton ask` (the same RPC, as the agent), the CLI
+          // exits, and the daemon reads what the run spent; then it would wait for the answer.
+          'ask-first': async (task, ctx) => {
+            await worker.client.ask(task.id, 'which file?');
+            await ctx.usage(usage(20_000), { ended: true });
+            const answer = await ctx.answered();
+            return { status: 'success', summary: `answered: ${answer}` };
+          },
+          // The stop first: a question after it is refused, and nothing waits.
+          'stop-first': async (_task, ctx) => {
+            await ctx.usage(usage(20_000));
+            const answer = await ctx.ask('which file?');
+            return { status: 'success', summary: `answered: ${answer}` };
+          },
+        },
+      });
+      for (const kind of ['ask-first', 'stop-first']) {
+        const task = await sender.client.handoff({ to: worker.id, title: kind, payload: { task_type: kind }, budget: { tokens: 1000, onSpent } });
+        const ended = await eventually(async () => {
+          const t = await sender.client.getTask(task.id);
+          return (t.status === 'failed' || (t.status === 'pending' && t.status_reason?.startsWith('held:'))) && t;
+        }, 30_000, `${kind}: the task to be ${onSpent === 'ask' ? 'held' : 'failed'}`);
+        const why = `the budget on task ${task.id} is spent (20000 of 1000 tokens)`;
+        expect(ended.status, kind).toBe(onSpent === 'ask' ? 'pending' : 'failed');
+        expect(ended.status_reason, kind).toBe(onSpent === 'ask' ? `held: ${why}` : `BT017: ${why}`);
+        // No answer resumes a run that is gone.
+        await refusal(sender.client.answer(task.id, 'src/main.ts'), 'BT001');
+        expect((await sender.client.getTask(task.id)).status, kind).toBe(ended.status);
+      }
+    });
+  }
 });
 
 describe('a daily cap per agent', () => {

@@ -230,3 +230,57 @@ describe('fuzzing every RPC', () => {
     }
   });
 });
+
+/**
+ * Numbers Postgres' numeric takes that are no amount: 'NaN' (greater than every number there, so a check
+ * like `> 0` passes it) and the infinities, in the spellings numeric's input reads.
+ */
+const notAmounts = fc.constantFrom('NaN', 'nan', 'Infinity', 'infinity', '-Infinity', 'inf', '+inf', '-inf');
+
+describe('amounts that are no number', () => {
+  it('are refused by every numeric parameter of every RPC (BT005), and nothing stored changes', { timeout: 120_000 }, async () => {
+    const [sender, worker] = await Promise.all([own.newAgent('nan-sender'), own.newAgent('nan-worker')]);
+    const budgeted = await sender.client.handoff({ to: worker.id, title: 'budgeted', budget: { tokens: 10_000, usd: 5 } });
+    const held = await worker.client.claim(budgeted.id, { start: true });
+    await worker.client.recordUsage(budgeted.id, held.claim_token, { runtime: 'test', model: 'm', inputTokens: 10, outputTokens: 0, costUsd: 0.5 });
+    /** How each numeric parameter is reached: the call, as whom. A parameter missing here fails the test. */
+    const doors: Record<string, (x: string) => [TestAgent, string, Record<string, unknown>]> = {
+      'handoff_task.p_budget_usd': (x) => [sender, 'handoff_task', { p_title: 'nan', p_to_agent: worker.id, p_budget_usd: x }],
+      'set_budget.p_usd': (x) => [sender, 'set_budget', { p_task_id: budgeted.id, p_usd: x }],
+      'record_usage.p_cost_usd': (x) => [worker, 'record_usage', { p_task_id: budgeted.id, p_claim_token: held.claim_token, p_runtime: 'test', p_model: 'm', p_cost_usd: x }],
+    };
+    // And the amounts that come inside JSON: a batch's and a fan-out's budget_usd.
+    const inJson: Array<(x: string) => [TestAgent, string, Record<string, unknown>]> = [
+      (x) => [sender, 'handoff_tasks', { p_tasks: [{ title: 'nan', to_agent: worker.id, budget_usd: x }] }],
+      (x) => [worker, 'fan_out', { p_parent_task_id: budgeted.id, p_tasks: [{ title: 'nan', to_agent: worker.id, budget_usd: x }] }],
+    ];
+    const { rows: params } = await db.query(`
+      select p.proname || '.' || a.name as param from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+      cross join lateral unnest(p.proargnames, p.proargtypes::oid[]) as a (name, type)
+      where n.nspname = 'public' and a.type in ('numeric'::regtype, 'float4'::regtype, 'float8'::regtype) order by 1`);
+    expect(params.map((r) => r.param).sort()).toEqual(Object.keys(doors).sort());
+    const stored = async () => (await db.query(`
+      select (select json_agg(b order by task_id) from task_budgets b where task_id = $1 or parent_budget = $1) as budgets,
+             (select json_agg(r order by model) from task_runs r where task_id = $1) as runs,
+             (select json_agg(d order by agent_id) from agent_daily_spend d where agent_id = any($2)) as days,
+             (select count(*) from task_handoffs where from_agent = any($2)) as tasks`, [budgeted.id, [sender.id, worker.id]])).rows[0];
+    const before = await stored();
+    await fc.assert(fc.asyncProperty(notAmounts, fc.constantFrom(...Object.values(doors), ...inJson), async (x, door) => {
+      const [as, fn, args] = door(x);
+      const { error, data } = await untyped(as.client.db).rpc(fn, args);
+      // A batch answers per item.
+      const code = error?.code ?? (Array.isArray(data) ? data[0]?.code : undefined);
+      expect(code, `${fn} with ${x}: ${JSON.stringify(error ?? data)}`).toBe('BT005');
+      expect(JSON.stringify(error ?? data)).toMatch(/must be a finite number/);
+    }), { numRuns: 60, seed: Number(process.env.FUZZ_SEED ?? 20261213) });
+    // An operator's daily cap, written through REST: NaN by the check, an infinity by the column's own
+    // precision already (22003, numeric field overflow).
+    for (const [x, code] of [['NaN', 'BT005'], ['Infinity', '22003']]) {
+      const { error } = await untyped(own.admin.db).from('agents').update({ daily_usd_cap: x }).eq('id', worker.id);
+      expect(error?.code, x).toBe(code);
+    }
+    expect(await stored()).toEqual(before);
+    const { rows: [agent] } = await db.query('select daily_usd_cap from agents where id = $1', [worker.id]);
+    expect(agent.daily_usd_cap).toBeNull();
+  });
+});

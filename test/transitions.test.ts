@@ -15,6 +15,8 @@ const allowed = new Set([
   'claimed>in_progress', 'claimed>pending', 'claimed>cancelled',
   'in_progress>completed', 'in_progress>failed', 'in_progress>pending', 'in_progress>input_required', 'in_progress>cancelled',
   'input_required>in_progress', 'input_required>cancelled',
+  // The holder gives up while it waits for an answer (its budget spent, say): re-queued or failed.
+  'input_required>pending', 'input_required>failed',
 ]);
 
 // How to bring a fresh task to each status along allowed changes.

@@ -96,17 +96,14 @@ export class TaskRunner {
       });
       this.deps.executorAway(false);
       if (signal.aborted) return await this.stopped(task, signal, log, started, report);
+      // Once the budget stopped the run, its outcome is the budget's, whatever the executor returned.
+      if (budget?.signal.aborted) return await this.budgetSpent(budget, submit, report);
       const result = toResult(value);
       // A result.handoff becomes the follow-up task in the same transaction as the completion.
       await report(submit({ result }), result.handoff ? 'completed, follow-up handed off' : 'completed');
     } catch (err) {
       if (signal.aborted) return await this.stopped(task, signal, log, started, report);
-      if (budget?.signal.aborted) {
-        // Back to the database, which holds the task (its sender asked to raise the budget) or fails it.
-        const why = (budget.signal.reason as Error).message;
-        await report(submit({ error: why, retry: true }), 'stopped: the budget is spent', err, why);
-        return;
-      }
+      if (budget?.signal.aborted) return await this.budgetSpent(budget, submit, report, err);
       if (err instanceof OutputSchemaError || err instanceof MissingOutputsError) {
         // Outputs refused: the executor runs once more with the problems in its context, counting as an
         // attempt (the database turns a retry into a final failure once attempts run out); refused again,
@@ -129,6 +126,16 @@ export class TaskRunner {
       const message = err instanceof Error ? err.message : String(err);
       await report(submit({ error: message, retry }), retry ? 'failed, retry requested' : 'failed', err);
     }
+  }
+
+  /**
+   * A run its budget stopped goes back to the database, which holds the task (its sender is asked to
+   * raise the budget) or fails it, as the sender chose; a task waiting for an answer too.
+   */
+  private async budgetSpent(budget: AbortController, submit: (outcome: OutcomeOf) => () => Promise<TaskStatus>,
+    report: (call: () => Promise<Task | TaskStatus>, what: string, err?: unknown, why?: string) => Promise<void>, err?: unknown): Promise<void> {
+    const why = (budget.signal.reason as Error).message;
+    await report(submit({ error: why, retry: true }), 'stopped: the budget is spent', err, why);
   }
 
   /**
@@ -221,6 +228,14 @@ export class TaskRunner {
     const inputs: ResolvedArtifact[] = task.parent_task_id || task.input_artifacts.length || task.depends_on.length ? await client.inputs(task.id) : [];
     // The questions of this run whose answers the executor has had, so none is handed over twice.
     const handedOver = new Set<string>();
+    // The budget spent by a run that had ended: the next step (a question, an answer) stops the run.
+    let spentAfterRun: BudgetSpentError | undefined;
+    const goOn = () => {
+      if (spentAfterRun && budget && !budget.signal.aborted) {
+        log.warn({ reason: spentAfterRun.message }, `stopping: ${spentAfterRun.message}`);
+        budget.abort(spentAfterRun);
+      }
+    };
     return {
       task,
       attempt: task.attempts,
@@ -247,9 +262,9 @@ export class TaskRunner {
       message: async (to, body) => {
         await client.send({ to, body, taskId: task.id });
       },
-      ask: (question) => this.ask(task, question, signal, log, handedOver),
-      answered: () => this.answered(task, signal, log, handedOver),
-      usage: async (usage) => {
+      ask: (question) => this.ask(task, question, signal, log, handedOver, goOn),
+      answered: () => this.answered(task, signal, log, handedOver, goOn),
+      usage: async (usage, { ended = false } = {}) => {
         await this.persist(() => client.recordUsage(task.id, task.claim_token, usage), log, 'usage recorded');
         this.deps.metrics()?.spent(usage);
         log.info({ model: usage.model, input: usage.inputTokens, output: usage.outputTokens, cached: usage.cachedTokens, costUsd: usage.costUsd, sessionId: usage.sessionId }, 'spent');
@@ -258,8 +273,14 @@ export class TaskRunner {
         const now = await this.persist(() => client.budget(task.id), log, 'budget read');
         Object.assign(left, budgetLeft(now));
         const spent = now?.budgets.find((b) => b.spent_at);
-        if (now?.spent && spent && !budget.signal.aborted) {
+        if (now?.spent && spent && !budget.signal.aborted && !spentAfterRun) {
           const why = `the budget on task ${spent.task_id} is spent (${budgetAmounts(spent)})`;
+          if (ended) {
+            // The run that spent it had ended: its result stands, but it goes no further.
+            log.warn({ budgetTask: spent.task_id }, `${why}: the run that spent it had ended, and keeps its result`);
+            spentAfterRun = new BudgetSpentError(why);
+            return;
+          }
           log.warn({ budgetTask: spent.task_id }, `stopping: ${why}`);
           budget.abort(new BudgetSpentError(why));
         }
@@ -274,8 +295,10 @@ export class TaskRunner {
   }
 
   /** Asks the sender and waits for the answer (the task is input_required meanwhile). */
-  private async ask(task: Task, question: string, signal: AbortSignal, log: Logger, handedOver: Set<string>): Promise<string> {
+  private async ask(task: Task, question: string, signal: AbortSignal, log: Logger, handedOver: Set<string>, goOn: () => void): Promise<string> {
     const { client } = this.deps;
+    goOn();
+    if (signal.aborted) throw signal.reason;
     await client.ask(task.id, question);
     const [asked] = await client.messages({ taskId: task.id, kind: 'question', limit: 1 });
     if (!asked) throw new Error(`the question on task ${task.id} was asked but cannot be read back`);
@@ -290,7 +313,7 @@ export class TaskRunner {
    * undefined when there is none. What counts is the question, not the task's status when the executor
    * looks: an answer that came first has already put the task back in progress.
    */
-  private async answered(task: Task, signal: AbortSignal, log: Logger, handedOver: Set<string>): Promise<string | undefined> {
+  private async answered(task: Task, signal: AbortSignal, log: Logger, handedOver: Set<string>, goOn: () => void): Promise<string | undefined> {
     // The newest question asked as the agent; the database's own to the sender about a spent budget is
     // not the run's to wait for.
     const asked = (await this.deps.client.messages({ taskId: task.id, kind: 'question', limit: 5 }))
@@ -298,6 +321,7 @@ export class TaskRunner {
     const runStarted = Date.parse(task.claimed_at ?? task.updated_at);
     if (!asked || handedOver.has(asked.id) || Date.parse(asked.created_at) < runStarted) return undefined;
     handedOver.add(asked.id);
+    goOn();
     log.info('the task has a question of this run; handing its answer over');
     return this.awaitAnswer(task.id, asked.id, signal);
   }

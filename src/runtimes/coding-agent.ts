@@ -16,7 +16,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { BudgetSpentError, RetryableError, UnavailableError, type BudgetLeft, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { RetryableError, UnavailableError, type BudgetLeft, type ExecutorContext, type Handler } from '../agent/executors.js';
 import { guessMediaType } from '../client/artifacts.js';
 import { ConfigError, passedEnvironment } from '../config.js';
 import { packageRoot } from '../stack/paths.js';
@@ -186,9 +186,10 @@ async function runTask(cli: CodingCli, bin: string, root: string, options: Codin
     const report = cli.read(output, session, run);
     session.id = report.sessionId ?? session.id;
     session.resumed = true;
-    for (const usage of report.usage) await ctx.usage({ ...usage, runtime: cli.key, sessionId: session.id });
-    // A run that spent the budget but finished keeps its reply; one that goes on (a question) stops.
-    if (ctx.signal.aborted && !(ctx.signal.reason instanceof BudgetSpentError)) throw ctx.signal.reason ?? new Error('aborted');
+    // Read as the CLI exits: a run that spent the budget but finished keeps its reply; one that goes on
+    // (a question) is stopped when it would wait for the answer.
+    for (const usage of report.usage) await ctx.usage({ ...usage, runtime: cli.key, sessionId: session.id }, { ended: true });
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('aborted');
     if (output.timedOut) throw new RetryableError(`${cli.name} ran past its ${options.timeoutSeconds} s and was stopped (its process tree ended)${tail(output.stderr)}`);
     if (report.failure) throw failure(cli, report.failure);
     if (output.code !== 0) {
