@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Builds the previous release of Baton, once, into a cache folder, for the upgrade test
- * (test/upgrade.test.ts): its files from git at the commit named below, its own node_modules from its
+ * (test/upgrade.test.ts): its files from git at the commit CHANGELOG.md names for its newest release, its own node_modules from its
  * own lockfile (`npm ci`, whose prepare script builds its dist/). Prints the folder. Run again, it only
  * checks.
  *
@@ -12,10 +12,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-/** The previous release: main as the stop before budgets and one-worker-per-agent left it. */
-export const previousRelease = '4f5f82d3c3e4';
-
 const repo = path.resolve(import.meta.dirname, '..');
+
+/**
+ * The releases CHANGELOG.md names, newest first: each heading `## <version> — <date>, cut from
+ * `<commit>``. A section not yet released names no commit.
+ */
+export function releases(changelog = fs.readFileSync(path.join(repo, 'CHANGELOG.md'), 'utf8')) {
+  return [...changelog.matchAll(/^## (\d+\.\d+\.\d+) — ([^\n]*?), cut from `([0-9a-f]{7,40})`/gm)]
+    .map(([, version, date, commit]) => ({ version, date, commit }));
+}
+
+/** The previous release: the newest the changelog names with a commit of its own. */
+const [newest] = releases();
+if (!newest) throw new Error('CHANGELOG.md names no release cut from a commit (## <version> — <date>, cut from `<commit>`)');
+export const previousRelease = newest.commit;
+export const previousVersion = newest.version;
 
 export function ensureRelease(ref = previousRelease) {
   let sha;

@@ -1873,6 +1873,9 @@ isOneToOne: false
 "revoke_agent_tokens":
 { Args: { "p_agent_id": string }; Returns: number
                            },
+"schema_level":
+{ Args: Record<PropertyKey, never>; Returns: string
+                           },
 "send_heartbeat":
 { Args: { "p_active"?: boolean,"p_incarnation"?: string,"p_poll_interval"?: string,"p_status_message"?: string }; Returns: {
               "capabilities": (string)[],

@@ -3280,6 +3280,27 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.schema_level()
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  level text;
+begin
+  if coalesce(auth.jwt() ->> 'role', '') <> 'service_role' then
+    perform baton_private.require_agent();
+  end if;
+  if pg_catalog.to_regclass('supabase_migrations.schema_migrations') is null then
+    return null;
+  end if;
+  execute 'select pg_catalog.max(version) from supabase_migrations.schema_migrations' into level;
+  return level;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.send_heartbeat(p_status_message text DEFAULT NULL::text, p_active boolean DEFAULT true, p_poll_interval interval DEFAULT NULL::interval, p_incarnation uuid DEFAULT NULL::uuid)
  RETURNS public.agents
  LANGUAGE plpgsql
@@ -4876,6 +4897,14 @@ CREATE OR REPLACE FUNCTION public.revoke_agent_tokens(p_agent_id text)
 AS $function$begin return baton_private.revoke_agent_tokens($1); end$function$
 ;
 
+CREATE OR REPLACE FUNCTION public.schema_level()
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$begin return baton_private.schema_level(); end$function$
+;
+
 CREATE OR REPLACE FUNCTION public.send_heartbeat(p_status_message text DEFAULT NULL::text, p_active boolean DEFAULT true, p_poll_interval interval DEFAULT NULL::interval, p_incarnation uuid DEFAULT NULL::uuid)
  RETURNS public.agents
  LANGUAGE plpgsql
@@ -5477,6 +5506,12 @@ function: baton_private.run_recurring() EXECUTE to postgres
 
 function: baton_private.schedule_sweep() EXECUTE to postgres
 
+function: baton_private.schema_level() EXECUTE to authenticated
+
+function: baton_private.schema_level() EXECUTE to postgres
+
+function: baton_private.schema_level() EXECUTE to service_role
+
 function: baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to authenticated
 
 function: baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to postgres
@@ -5780,6 +5815,12 @@ function: public.retry_task(p_task_id uuid) EXECUTE to service_role
 function: public.revoke_agent_tokens(p_agent_id text) EXECUTE to postgres
 
 function: public.revoke_agent_tokens(p_agent_id text) EXECUTE to service_role
+
+function: public.schema_level() EXECUTE to authenticated
+
+function: public.schema_level() EXECUTE to postgres
+
+function: public.schema_level() EXECUTE to service_role
 
 function: public.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to authenticated
 
@@ -6359,6 +6400,8 @@ comment on function baton_private.revoke_agent_tokens(p_agent_id text) is 'Opera
 
 comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks every minute with pg_cron where it exists (enabling it where it is preloaded), and says what it did. Run it again after enabling pg_cron on a project that did not have it.';
 
+comment on function baton_private.schema_level() is 'The newest migration applied to this database (its version, as the Supabase CLI recorded it); null when none was recorded. For an agent or the operator.';
+
 comment on function baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) is 'The calling agent says it is alive (server time), optionally with a status line and how often it wakes (p_poll_interval); p_active = false marks a clean stop. With p_incarnation, refused (BT016) when a later process of the same agent began since: the caller was superseded.';
 
 comment on function baton_private.set_budget(p_task_id uuid, p_tokens bigint, p_usd numeric, p_on_spent text) is 'Sets or raises the budget of a task and everything under it (tokens, USD, or both; on_spent ask or fail): by its sender or the operator, never more than is left above it. Work held by a spent budget goes on once some is left.';
@@ -6434,6 +6477,8 @@ comment on function public.report_progress(p_task_id uuid, p_message text, p_per
 comment on function public.retry_task(p_task_id uuid) is 'A new attempt at a failed task: a new task with the same work, sent as the original sender, linked by retry_of; the tasks cancelled because it failed come back too, waiting on it. Its sender or the operator (service role) may retry; one open retry at a time.';
 
 comment on function public.revoke_agent_tokens(p_agent_id text) is 'Operator only: revokes every token of an agent at once.';
+
+comment on function public.schema_level() is 'The newest migration applied to this database (its version, as the Supabase CLI recorded it); null when none was recorded. For an agent or the operator.';
 
 comment on function public.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) is 'The calling agent says it is alive (server time), optionally with a status line and how often it wakes (p_poll_interval); p_active = false marks a clean stop. With p_incarnation, refused (BT016) when a later process of the same agent began since: the caller was superseded.';
 

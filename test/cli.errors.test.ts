@@ -36,7 +36,9 @@ describe('CLI errors', () => {
     });
     const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     // Answered before the command tree loads, and the same as commander's own answer beside other words.
-    for (const words of [['--version'], ['-V'], ['--version', '--json']]) expect((await baton(words)).stdout).toBe(`${version}\n`);
+    // The version first (what scripts compare), then the newest migration the package brings.
+    const level = fs.readdirSync(new URL('../supabase/migrations/', import.meta.url)).sort().at(-1)!.split('_')[0];
+    for (const words of [['--version'], ['-V'], ['--version', '--json']]) expect((await baton(words)).stdout).toBe(`${version} (migrations to ${level})\n`);
   });
 
   it('leave quietly when the reader closes the pipe early', async () => {

@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { version } from '../src/cli/package.js';
+import { packageRoot } from '../src/stack/paths.js';
 import { baton } from './cli.js';
 import { admin, newAgent, stack } from './helpers.js';
 import { agentKeyEnv, operatorEnv } from './keys-mode.js';
@@ -49,6 +51,9 @@ describe('baton doctor', () => {
     expect(find(findings, 'clock')?.verdict).toBe('ok');
     expect(find(findings, 'agent')).toMatchObject({ verdict: 'warn', said: expect.stringContaining('BATON_AGENT_TOKEN is not set') });
     expect(find(findings, 'operator')).toMatchObject({ verdict: 'ok', said: expect.stringMatching(/^the secret key works: \d+ agent\(s\) registered$/) });
+    // This Baton's version and migrations, and the database's level: the same.
+    const level = fs.readdirSync(path.join(packageRoot, 'supabase', 'migrations')).sort().at(-1)!.split('_')[0];
+    expect(find(findings, 'schema')).toMatchObject({ verdict: 'ok', said: `baton ${version} brings migrations to ${level}; the database is at ${level}, the same` });
 
     fs.chmodSync(path.join(dir, '.env'), 0o600);
     expect(find((await doctor(dir)).findings, 'settings')).toMatchObject({ verdict: 'ok', said: `${path.join(dir, '.env')} (readable by its owner only)` });
@@ -58,8 +63,10 @@ describe('baton doctor', () => {
     const dir = folder();
     const env = { SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack) } as Record<string, string>;
     const agent = await newAgent('checked');
-    expect(find((await doctor(dir, { ...env, BATON_AGENT_TOKEN: agent.token })).findings, 'agent'))
-      .toMatchObject({ verdict: 'ok', said: `agent "${agent.id}", accepted; it does not expire` });
+    const asAgent = (await doctor(dir, { ...env, BATON_AGENT_TOKEN: agent.token })).findings;
+    expect(find(asAgent, 'agent')).toMatchObject({ verdict: 'ok', said: `agent "${agent.id}", accepted; it does not expire` });
+    // An agent reads the database's level too.
+    expect(find(asAgent, 'schema')).toMatchObject({ verdict: 'ok', said: expect.stringMatching(/; the database is at \d{14}, the same$/) });
 
     const soon = await admin.issueToken(agent.id, new Date(Date.now() + 30 * 3_600_000));
     expect(find((await doctor(dir, { ...env, BATON_AGENT_TOKEN: soon })).findings, 'agent'))

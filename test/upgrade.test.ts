@@ -14,6 +14,7 @@ import { silentLogger } from '../src/logger.js';
 import type { parseSigningKey } from '../src/tokens.js';
 import { startStack, type Stack } from '../src/stack/index.js';
 import { freePort } from '../src/stack/ports.js';
+import { baton } from './cli.js';
 import { eventually, fast } from './daemon-helpers.js';
 import { makeStackDir, removeStackFolder } from './global-setup.js';
 // @ts-expect-error: a plain ES module of the scripts folder, without types
@@ -71,7 +72,8 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
     let releaseSlow!: () => void;
     const slowDone = new Promise<void>((resolve) => { releaseSlow = resolve; });
     const worker = release.createAgent({
-      url: env.SUPABASE_URL, ...key, token: agents.worker, ...fast, log: silentLogger,
+      // Its default schedules, as users run it: woken by push, its poll a slow safety net.
+      url: env.SUPABASE_URL, ...key, token: agents.worker, log: silentLogger,
       executors: {
         '*': async (task: { id: string; title: string }, ctx: { ask(q: string): Promise<string>; attempt: number }) => {
           runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
@@ -107,11 +109,19 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
       && (await status(made.asks.id)) === 'input_required' && (await status(made.slow.id)) === 'in_progress', 60_000, 'work in every state');
     const before = Object.fromEntries(await Promise.all(Object.entries(made).map(async ([name, t]) => [name, await status(t.id)] as const)));
 
+    // Today's doctor names the previous release's database as older, and says what to do.
+    const schemaSaid = async (url: string, secretKey: string) => {
+      const { stdout } = await baton(['doctor', '--json'], { SUPABASE_URL: url, SUPABASE_SECRET_KEY: secretKey, SUPABASE_PUBLISHABLE_KEY: env.SUPABASE_PUBLISHABLE_KEY, BATON_AGENT_TOKEN: '', BATON_STACK_DIR: '', BATON_ENV_FILE: '' });
+      return (JSON.parse(stdout) as Array<{ check: string; verdict: string; said: string; fix?: string }>).find((f) => f.check === 'schema');
+    };
+    expect(await schemaSaid(env.SUPABASE_URL, env.SUPABASE_SECRET_KEY)).toMatchObject({ verdict: 'warn', said: expect.stringContaining('the database is older than 0.2.0'), fix: expect.stringContaining('docs/upgrading.md') });
+
     // The upgrade, as docs/upgrading.md says: stop the stack, start it with the new code on the same folder.
     await old.stop();
     oldStack = undefined;
     stack = await startStack({ dir, ...ports });
     const upgraded = createAdminClient({ url: stack.env.SUPABASE_URL, secretKey: stack.env.SUPABASE_SECRET_KEY });
+    expect(await schemaSaid(stack.env.SUPABASE_URL, stack.env.SUPABASE_SECRET_KEY)).toMatchObject({ verdict: 'ok', said: expect.stringMatching(/the database is at \d{14}, the same$/) });
 
     // Every task as it was; tokens and the schedule kept; the new tables there.
     const senderNow = readAs(agents.sender);
@@ -136,8 +146,19 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
     const afterwards = await senderNow.handoff({ to: 'upgrade-worker', title: 'after', budget: { tokens: 1000 } });
     expect((await finished(afterwards.id)).result?.summary).toBe('did after');
 
+    // A daemon of the previous release started only now, the only process of its agent, on its
+    // default schedules (woken by push, not by a fast poll): it claims, runs and reports its work.
+    const later = release.createAgent({
+      url: env.SUPABASE_URL, ...key, token: agents.later, log: silentLogger,
+      executors: { '*': async (task: { id: string; title: string }) => { runs.set(task.id, (runs.get(task.id) ?? 0) + 1); return { status: 'success', summary: `did ${task.title} on the old daemon` }; } },
+    });
+    daemons.push(later);
+    await later.start();
+    const forLater = await senderNow.handoff({ to: 'upgrade-later', title: 'for the old daemon' });
+    expect((await finished(forLater.id)).result?.summary).toBe('did for the old daemon on the old daemon');
+
     // Nothing ran twice; the cancelled and the failed stayed so.
-    for (const t of [made.done, made.fails, made.asks, made.slow, made.waiting, afterwards]) expect([t.id, runs.get(t.id)]).toEqual([t.id, 1]);
+    for (const t of [made.done, made.fails, made.asks, made.slow, made.waiting, afterwards, forLater]) expect([t.id, runs.get(t.id)]).toEqual([t.id, 1]);
     expect(runs.has(made.withdrawn.id)).toBe(false);
     expect((await senderNow.getTask(made.withdrawn.id)).status).toBe('cancelled');
     expect((await senderNow.getTask(made.fails.id)).status).toBe('failed');

@@ -1,8 +1,17 @@
-/** What the CLI reads of its own package.json: its version, and the Node it needs. */
-import { readFileSync } from 'node:fs';
+/** What the CLI reads of its own package: its version, the Node it needs, and the migrations it brings. */
+import { readdirSync, readFileSync } from 'node:fs';
 import { packageRoot } from '../stack/paths.js';
 
 export const { version, engines } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string; engines: { node: string } };
+
+/** The newest migration this package brings (its version: the file name's timestamp). */
+export function packageSchemaLevel(): string {
+  const versions = readdirSync(`${packageRoot}/supabase/migrations`).map((f) => /^(\d+)_.*\.sql$/.exec(f)?.[1]).filter((v): v is string => Boolean(v));
+  return versions.sort().at(-1) ?? 'none';
+}
+
+/** What `baton --version` prints: the version first (what scripts compare), then the schema it brings. */
+export const versionLine = (): string => `${version} (migrations to ${packageSchemaLevel()})`;
 
 /**
  * What to say when this Node is older than the one package.json's engines names (">=22.15.0"), else

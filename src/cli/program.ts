@@ -1,6 +1,6 @@
 /** The `baton` command tree: every command and option, as commander defines them (the reference is checked against it). */
 import { Command } from 'commander';
-import { version } from './package.js';
+import { version, versionLine } from './package.js';
 import { paint, safeText } from '../text/format.js';
 
 /** With --json, errors are one JSON document on stderr, usage errors included. */
@@ -61,7 +61,7 @@ function groupsFor(args: string[]): ReadonlyArray<(typeof commandGroups)[number]
 export async function buildProgram(argv: string[]): Promise<Command> {
   const program = new Command('baton')
     .description('Hand work between AI agents through a Supabase (Postgres) project.')
-    .version(version)
+    .version(versionLine())
     .option('--json', 'print one JSON document instead of text')
     .option('--url <url>', 'the project API URL (default: SUPABASE_URL, else the local stack)')
     .option('--dir <folder>', 'the local stack folder (default: BATON_STACK_DIR, else .baton/stack)')

@@ -10,7 +10,7 @@ import { paint } from '../../text/format.js';
 import { checkApi, configOf } from '../context.js';
 import { exitCodes } from '../exit.js';
 import { emit } from '../output.js';
-import { nodeTooOld } from '../package.js';
+import { nodeTooOld, packageSchemaLevel, version } from '../package.js';
 
 type Verdict = 'ok' | 'warn' | 'fail';
 
@@ -152,6 +152,33 @@ async function operatorFinding(config: BatonConfig): Promise<Finding> {
   });
 }
 
+/** This Baton, and the migration the database has reached against the newest this package brings. */
+async function schemaFinding(config: BatonConfig, tokenWorks: boolean): Promise<Finding> {
+  const mine = packageSchemaLevel();
+  const ours = `baton ${version} brings migrations to ${mine}`;
+  const operator = Boolean(config.secretKey || config.serviceRoleKey);
+  if (!operator && !(config.agentToken && tokenWorks)) {
+    return { check: 'schema', verdict: 'ok', said: `${ours}; the database's level is read with a working BATON_AGENT_TOKEN or the secret key, and neither is here` };
+  }
+  return attempt('schema', async () => {
+    const [{ unwrap }, { z }] = await Promise.all([import('../../client/connection.js'), import('zod')]);
+    const { agentClient, adminClient } = await import('../context.js');
+    const db = operator ? (await adminClient(config)).db : (await agentClient(config)).db;
+    const upgrade = 'Apply this package\'s migrations (docs/upgrading.md: baton stack start on the embedded stack, supabase db push on a hosted project).';
+    let level: string | null;
+    try {
+      level = await unwrap(db.rpc('schema_level'), z.string().nullable());
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'PGRST202') throw err;
+      return { check: 'schema', verdict: 'warn', said: `${ours}; the database is older than 0.2.0 (it has no schema_level)`, fix: upgrade };
+    }
+    if (level === null) return { check: 'schema', verdict: 'warn', said: `${ours}; the database recorded no migration (applied by hand?)`, fix: 'Apply the migrations with the Supabase CLI (docs/hosted-supabase.md), which records each one.' };
+    if (level === mine) return { check: 'schema', verdict: 'ok', said: `${ours}; the database is at ${level}, the same` };
+    if (level < mine) return { check: 'schema', verdict: 'warn', said: `${ours}; the database is at ${level}, older`, fix: upgrade };
+    return { check: 'schema', verdict: 'warn', said: `${ours}; the database is at ${level}, newer than this package`, fix: 'Upgrade baton here (npm install baton-agents@latest): a newer database serves older code, but this code lacks what it added.' };
+  });
+}
+
 export async function diagnose(config: BatonConfig, cwd = process.cwd()): Promise<Finding[]> {
   const findings: Finding[] = [nodeFinding(), settingsFinding(cwd)];
   const stack = await stackFinding(config);
@@ -160,7 +187,8 @@ export async function diagnose(config: BatonConfig, cwd = process.cwd()): Promis
   // With SUPABASE_URL set, the project is asked even when a local stack is down: it may be another.
   findings.push(...await apiFindings(config));
   if (findings.some((f) => f.check === 'api' && f.verdict === 'fail')) return findings;
-  findings.push(await tokenFinding(config), await operatorFinding(config));
+  const token = await tokenFinding(config);
+  findings.push(token, await operatorFinding(config), await schemaFinding(config, token.verdict !== 'fail'));
   return findings;
 }
 
