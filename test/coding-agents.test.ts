@@ -102,8 +102,12 @@ function script() {
       case 'ask':
         if (answered) return { text: `Using ${/\n\n(.*)\n\nGo on/s.exec(answered.text)?.[1]}; I remember running ${steps} command(s) before.` };
         return steps === 0 ? run(`${baton} ask ${task} "tabs or spaces?"`) : { text: 'I asked the sender; waiting for the answer.' };
+      case 'dear':
+        // A first turn that spends far more than the task's budget, and asks the sender.
+        return steps === 0 ? run(`${baton} ask ${task} "which file?"`) : { text: 'I asked; waiting for the answer.' };
       case 'cancel':
-        return steps === 0 ? run(`sleep 300 # marker-${task}`) : { text: 'slept' };
+        // Under `timeout`: Claude Code refuses a standalone sleep as its tool's command.
+        return steps === 0 ? run(`timeout 400 sleep 300 # marker-${task}`) : { text: 'slept' };
       case 'crash':
         // In the first attempt the test kills the CLI while its tool sleeps; the second finishes.
         if (turn.all.includes('This is attempt 2')) return { text: 'done on attempt 2' };
@@ -143,7 +147,7 @@ function script() {
 }
 
 function usageOf(turn: Turn): Usage {
-  const input = 100 + (turn.entries.length * 7);
+  const input = scenarioOf(turn) === 'dear' ? 20_000 : 100 + (turn.entries.length * 7);
   const usage = { input, output: 11 + turn.entries.length, cached: 5 };
   const task = taskOf(turn);
   if (task) {
@@ -223,7 +227,8 @@ describe.each(clis)('$key as a worker', (cli) => {
     expect(done.result?.summary).toMatch(/^Using spaces; I remember running [1-9]\d* command/);
     const runs = await expectUsageRecorded(sender, task.id);
     const main = runs.find((r) => r.model === cli.model) ?? runs[0]!;
-    expect(main.reports).toBe(2);
+    // Recorded as each run went, and made whole at each run's end.
+    expect(main.reports).toBeGreaterThanOrEqual(2);
     expect(new Set(runs.map((r) => r.attempt))).toEqual(new Set([1]));
   }, 240_000);
 
@@ -231,10 +236,28 @@ describe.each(clis)('$key as a worker', (cli) => {
     const sender = await newAgent('sender');
     const { agent } = await worker(cli);
     const task = await sender.client.handoff({ to: agent.id, title: '[s:cancel] Sleep' });
-    await eventually(async () => processesOf(task.id).length > 0, 120_000, 'the agent\'s sleep to start');
+    // The sleep itself, which the model's first answer started, not only the CLI (whose prompt names the task).
+    await eventually(async () => sleepsOf(task.id).length > 0, 120_000, 'the agent\'s sleep to start');
     await sender.client.cancel(task.id, 'not needed');
     await eventually(async () => processesOf(task.id).length === 0, 30_000, 'the process tree to end');
     expect((await sender.client.getTask(task.id)).status).toBe('cancelled');
+    // What the run spent before it was cut off (the model's answer that started the sleep) is on record.
+    await eventually(async () => (await sender.client.runs(task.id)).length > 0, 30_000, 'the cancelled run\'s spend');
+    await expectUsageRecorded(sender, task.id);
+  }, 180_000);
+
+  it('ends a run whose budget is spent while its question is open failed, as the sender chose, and records what it spent', async () => {
+    const sender = await newAgent('sender');
+    const { agent } = await worker(cli);
+    const task = await sender.client.handoff({ to: agent.id, title: '[s:dear] Find the file', budget: { tokens: 1000, onSpent: 'fail' } });
+    const done = await finished(sender, task.id);
+    expect(done.status, done.status_reason ?? '').toBe('failed');
+    expect(done.status_reason).toMatch(new RegExp(`^BT017: the budget on task ${task.id} is spent \\(\\d+ of 1000 tokens\\)$`));
+    await eventually(async () => processesOf(task.id).length === 0, 30_000, 'the run to end');
+    // No answer resumes a run that is gone.
+    await expect(sender.client.answer(task.id, 'src/main.ts')).rejects.toMatchObject({ code: 'BT001' });
+    const runs = await sender.client.runs(task.id);
+    expect(runs.reduce((n, r) => n + r.input_tokens + r.cached_tokens, 0)).toBeGreaterThanOrEqual(20_000);
   }, 180_000);
 
   it('retries a CLI that crashed mid-run, once, and is done once', async () => {
@@ -451,6 +474,18 @@ describe('a fan-out, a retry and a daily cap under one budget, across two CLIs',
 });
 
 /** The processes whose command line names the task (the CLI's folder or the agent's marker). */
+/** The `sleep` processes a task's run started: they carry the task's id in their environment. */
+function sleepsOf(taskId: string): string[] {
+  return fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0]?.endsWith('sleep')
+        && fs.readFileSync(`/proc/${p}/environ`, 'latin1').split('\0').includes(`BATON_TASK_ID=${taskId}`);
+    } catch {
+      return false;
+    }
+  });
+}
+
 function processesOf(taskId: string): string[] {
   try {
     return execFileSync('pgrep', ['-af', taskId], { encoding: 'utf8' }).trim().split('\n').filter((l) => l && !l.includes('pgrep'));

@@ -1,7 +1,8 @@
 /**
- * Claude Code (`@anthropic-ai/claude-code`) as a Baton worker: `claude -p <prompt> --output-format json`
- * in the task's folder, the session named by Baton (`--session-id`) and resumed with `--resume` when the
- * agent's question is answered. Its one JSON result gives the reply, the session, the usage and cost by
+ * Claude Code (`@anthropic-ai/claude-code`) as a Baton worker: `claude -p <prompt> --output-format
+ * stream-json` in the task's folder (each answer of the model streams with its usage, which is
+ * recorded as it comes), the session named by Baton (`--session-id`) and resumed with `--resume` when the
+ * agent's question is answered. Its JSON result, the last line, gives the reply, the session, the usage and cost by
  * model (`modelUsage`, `total_cost_usd`; a resumed session's are its totals so far, so each run records
  * the difference), and what went wrong: `is_error` with `api_error_status`, and
  * `permission_denials` (a tool it needed but may not use; Claude Code still exits 0).
@@ -13,6 +14,7 @@
  */
 import { ConfigError } from '../config.js';
 import { codingAgentRuntime, failureOfStatus, newSessionId, type CodingCli, type RunReport } from './coding-agent.js';
+import { byModel } from './spend.js';
 
 interface Totals { input: number; output: number; cached: number; cost: number; turns: number }
 
@@ -53,7 +55,8 @@ const cli: CodingCli = {
     const { options } = run;
     const tools = [...(options.tools ?? []), `Bash(${run.batonPath}:*)`];
     return [
-      '-p', prompt, '--output-format', 'json',
+      // Its events as they come, each model answer's usage among them (spend.ts), the result last.
+      '-p', prompt, '--output-format', 'stream-json', '--verbose', '--include-partial-messages',
       ...(session.resumed ? ['--resume', session.id!] : ['--session-id', session.id!]),
       ...(options.model ? ['--model', options.model] : []),
       // Claude Code stops itself at a cost: what is left of the chain's budget in money.
@@ -62,6 +65,33 @@ const cli: CodingCli = {
       ...(options.bypassPermissions ? ['--dangerously-skip-permissions'] : []),
       ...options.args,
     ];
+  },
+  meter: () => {
+    // Each answer of the model, as it streams: its input when it starts, its output as it ends. A
+    // sub-agent's answers stream beside the main one's, told apart by the tool call they serve.
+    const answers = new Map<string, { model: string; inputTokens: number; outputTokens: number; cachedTokens: number }>();
+    const current = new Map<string, string>();
+    return {
+      line(text) {
+        if (!text.startsWith('{"type":"stream_event"')) return undefined;
+        let e: StreamEvent;
+        try { e = JSON.parse(text) as StreamEvent; } catch { return undefined; }
+        const lane = e.parent_tool_use_id ?? '';
+        const usage = e.event?.type === 'message_start' ? e.event.message?.usage : e.event?.type === 'message_delta' ? e.event.usage : undefined;
+        if (!usage) return undefined;
+        if (e.event?.type === 'message_start') current.set(lane, e.event.message?.id ?? `${lane}:${answers.size}`);
+        const id = current.get(lane);
+        if (!id) return undefined;
+        const had = answers.get(id) ?? { model: e.event?.message?.model ?? 'claude', inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
+        answers.set(id, {
+          model: had.model,
+          inputTokens: usage.input_tokens !== undefined ? usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) : had.inputTokens,
+          outputTokens: usage.output_tokens ?? had.outputTokens,
+          cachedTokens: usage.cache_read_input_tokens ?? had.cachedTokens,
+        });
+        return { spent: byModel(answers.values()) };
+      },
+    };
   },
   read(output, session) {
     const result = lastResult(output.stdout);
@@ -95,6 +125,17 @@ const cli: CodingCli = {
     return report;
   },
 };
+
+/** One line of `stream-json` with `--include-partial-messages`: an event of the model's stream. */
+interface StreamEvent {
+  parent_tool_use_id?: string | null;
+  event?: {
+    type?: string;
+    message?: { id?: string; model?: string; usage?: AnswerUsage };
+    usage?: AnswerUsage;
+  };
+}
+interface AnswerUsage { input_tokens?: number; output_tokens?: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number }
 
 /** The `result` object Claude Code prints last (one JSON document; with stream-json, the last line). */
 function lastResult(stdout: string): ClaudeResult | undefined {

@@ -14,7 +14,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { passedEnvironment } from '../config.js';
-import { codingAgentRuntime, failureOfStatus, type CodingCli, type RunReport, type RunSetup } from './coding-agent.js';
+import { codingAgentRuntime, failureOfStatus, type CodingCli, type RunReport, type RunSetup, type Session } from './coding-agent.js';
+import { readOr, type Spent } from './spend.js';
 
 interface CodexEvent {
   type?: string;
@@ -53,13 +54,33 @@ const cli: CodingCli = {
     const common = ['--json', '--skip-git-repo-check', ...settings, ...(options.model ? ['-m', options.model] : []), ...options.args];
     return session.resumed ? ['exec', 'resume', ...common, session.id!, prompt] : ['exec', ...common, prompt];
   },
+  meter(run, session) {
+    // Its thread's total at each turn's end (stdout), and at each model answer (the rollout Codex writes
+    // to its home as it goes, read every few seconds and once it ended): this run's spend so far.
+    const base = session.resumed ? threadTotal(session) : undefined;
+    const sinceRun = (total: CodexUsage) => [spentSince(total, base, run)];
+    return {
+      line(text) {
+        if (!text.includes('"turn.completed"')) return undefined;
+        try {
+          const e = JSON.parse(text) as CodexEvent;
+          // `codex exec` runs one turn: its end is the run's last word on the work.
+          return e.type === 'turn.completed' && e.usage ? { spent: sinceRun(e.usage), ended: true } : undefined;
+        } catch { return undefined; }
+      },
+      look() {
+        const total = rolloutTotal(path.join(run.home, 'codex', 'sessions'), session.id);
+        return total ? sinceRun(total) : undefined;
+      },
+    };
+  },
   read(output, session, run) {
     const events = output.stdout.split('\n').flatMap((line) => {
       try { return [JSON.parse(line) as CodexEvent]; } catch { return []; }
     });
     const report: RunReport = { usage: [] };
     const texts: string[] = [];
-    let total: CodexEvent['usage'];
+    let total: CodexUsage | undefined;
     let turns = 0;
     for (const e of events) {
       if (e.type === 'thread.started' && e.thread_id) report.sessionId = e.thread_id;
@@ -69,24 +90,60 @@ const cli: CodingCli = {
     }
     report.text = texts.at(-1);
     if (total) {
-      // A resumed thread reports its whole total: what this run spent is the difference.
-      const before = (session.state.total as Required<NonNullable<CodexEvent['usage']>> | undefined) ?? { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_output_tokens: 0 };
-      const now = { input_tokens: total.input_tokens ?? 0, cached_input_tokens: total.cached_input_tokens ?? 0, output_tokens: total.output_tokens ?? 0, reasoning_output_tokens: total.reasoning_output_tokens ?? 0 };
-      const resumedTotal = session.resumed && now.input_tokens >= before.input_tokens;
-      const base = resumedTotal ? before : { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_output_tokens: 0 };
-      session.state.total = resumedTotal ? now : { ...now, input_tokens: now.input_tokens + before.input_tokens, cached_input_tokens: now.cached_input_tokens + before.cached_input_tokens, output_tokens: now.output_tokens + before.output_tokens };
-      const cached = now.cached_input_tokens - base.cached_input_tokens;
-      report.usage.push({
-        model: modelOf(run),
-        inputTokens: Math.max(0, now.input_tokens - base.input_tokens - cached),
-        outputTokens: Math.max(0, now.output_tokens - base.output_tokens),
-        cachedTokens: Math.max(0, cached),
-        turns,
-      });
+      const before = session.resumed ? threadTotal(session) : undefined;
+      const run_ = spentSince(total, before, run);
+      report.usage.push({ ...run_, turns });
+      // The thread's total, for the next run of it to subtract.
+      const now = full(total);
+      session.state.total = before && now.input_tokens < before.input_tokens
+        ? { ...now, input_tokens: now.input_tokens + before.input_tokens, cached_input_tokens: now.cached_input_tokens + before.cached_input_tokens, output_tokens: now.output_tokens + before.output_tokens }
+        : now;
     }
     return report;
   },
 };
+
+type CodexUsage = NonNullable<CodexEvent['usage']>;
+const full = (u: CodexUsage): Required<CodexUsage> => ({ input_tokens: u.input_tokens ?? 0, cached_input_tokens: u.cached_input_tokens ?? 0, output_tokens: u.output_tokens ?? 0, reasoning_output_tokens: u.reasoning_output_tokens ?? 0 });
+const threadTotal = (session: Session) => session.state.total as Required<CodexUsage> | undefined;
+
+/**
+ * What this run spent, from a total Codex reported: on a resumed thread the total is the thread's, so
+ * the run's is the difference from the total before it (a total below it is the run's own). Codex's
+ * input counts the cached tokens too, which Baton counts apart.
+ */
+function spentSince(total: CodexUsage, before: Required<CodexUsage> | undefined, run: RunSetup): Spent[number] {
+  const now = full(total);
+  const base = before && now.input_tokens >= before.input_tokens ? before : full({});
+  const cached = now.cached_input_tokens - base.cached_input_tokens;
+  return {
+    model: modelOf(run),
+    inputTokens: Math.max(0, now.input_tokens - base.input_tokens - cached),
+    outputTokens: Math.max(0, now.output_tokens - base.output_tokens),
+    cachedTokens: Math.max(0, cached),
+  };
+}
+
+/** The thread's total at the last model answer in the rollout Codex keeps of it, if it wrote one. */
+function rolloutTotal(sessions: string, thread: string | undefined): CodexUsage | undefined {
+  let files: string[];
+  try {
+    files = fs.readdirSync(sessions, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.jsonl') && (!thread || f.includes(thread)));
+  } catch {
+    return undefined;
+  }
+  let last: CodexUsage | undefined;
+  for (const file of files.sort()) {
+    for (const line of readOr(path.join(sessions, file)).split('\n')) {
+      if (!line.includes('"token_usage_record"')) continue;
+      try {
+        const record = JSON.parse(line) as { type?: string; payload?: { thread_token_usage?: CodexUsage } };
+        if (record.type === 'token_usage_record' && record.payload?.thread_token_usage) last = record.payload.thread_token_usage;
+      } catch { /* a line cut short as it was written */ }
+    }
+  }
+  return last;
+}
 
 /** The model a run used: the executor's, else the one Codex's settings name. */
 function modelOf(run: RunSetup): string {
@@ -98,8 +155,5 @@ function codexFailure(message: string): NonNullable<RunReport['failure']> {
   return status ? failureOfStatus(Number(status[1]), message.slice(0, 1000)) : { kind: 'retry', message: message.slice(0, 1000) };
 }
 
-function readOr(file: string): string {
-  try { return fs.readFileSync(file, 'utf8'); } catch { return ''; }
-}
 
 export const codex = codingAgentRuntime(cli);

@@ -22,6 +22,7 @@ import { ConfigError, passedEnvironment } from '../config.js';
 import { packageRoot } from '../stack/paths.js';
 import type { RunUsage, Task } from '../schemas.js';
 import type { AgentRuntime, RuntimeSetting } from './runtime.js';
+import { LOOK_EVERY_MS, SpendRecorder, type Meter } from './spend.js';
 
 /** The options every coding-agent executor takes, under its CLI's key: `{"claude": {…}}`. */
 export const CodingAgentOptions = z.strictObject({
@@ -109,6 +110,9 @@ export interface CodingCli {
   /** The session id to start a first run with, where the CLI lets the caller choose it. */
   newSession?(): string;
   args(run: RunSetup, prompt: string, session: Session): string[];
+  /** Where the run's spend is read as it goes (spend.ts), made as each run begins. */
+  meter?(run: RunSetup, session: Session): Meter;
+  /** What the run said once it ended: its reply, its session, its whole spend, what went wrong. */
   read(output: CliOutput, session: Session, run: RunSetup): RunReport;
 }
 
@@ -182,13 +186,18 @@ async function runTask(cli: CodingCli, bin: string, root: string, options: Codin
   const session: Session = { id: cli.newSession?.(), resumed: false, state: {} };
   let prompt = taskPrompt(task, ctx, run.batonPath);
   for (;;) {
-    const output = await runCli(bin, cli.args(run, prompt, session), run.work, env, options.timeoutSeconds, ctx);
+    // What the run spends is recorded as it is read (a budget can stop it mid-way; a cancel, a timeout
+    // or a crash leaves it on record), and made whole with what the CLI says at its end.
+    const spend = new SpendRecorder(ctx, cli.key, () => session.id);
+    const meter = cli.meter?.(run, session);
+    const output = await runCli(bin, cli.args(run, prompt, session), run.work, env, options.timeoutSeconds, ctx, meter, spend);
     const report = cli.read(output, session, run);
     session.id = report.sessionId ?? session.id;
     session.resumed = true;
-    // Read as the CLI exits: a run that spent the budget but finished keeps its reply; one that goes on
-    // (a question) is stopped when it would wait for the answer.
-    for (const usage of report.usage) await ctx.usage({ ...usage, runtime: cli.key, sessionId: session.id }, { ended: true });
+    // Read once the CLI ended: a run that spent the budget but finished keeps its reply; one that goes
+    // on (a question) is stopped when it would wait for the answer.
+    spend.upTo(report.usage.length ? report.usage : meter?.look?.(), { ended: true });
+    await spend.settled();
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('aborted');
     if (output.timedOut) throw new RetryableError(`${cli.name} ran past its ${options.timeoutSeconds} s and was stopped (its process tree ended)${tail(output.stderr)}`);
     if (report.failure) throw failure(cli, report.failure);
@@ -312,7 +321,8 @@ async function finish(reply: string, run: RunSetup, ctx: ExecutorContext, cli: C
 }
 
 /** Runs the CLI to its end, or ends its whole process tree on a cancel, a lapsed claim, a stop or the timeout. */
-function runCli(bin: string, args: string[], cwd: string, runEnv: Record<string, string>, timeoutSeconds: number, ctx: ExecutorContext): Promise<CliOutput & { timedOut: boolean }> {
+function runCli(bin: string, args: string[], cwd: string, runEnv: Record<string, string>, timeoutSeconds: number, ctx: ExecutorContext,
+  meter: Meter | undefined, spend: SpendRecorder): Promise<CliOutput & { timedOut: boolean }> {
   // Every process of the run inherits this mark, which finds the tools that left the CLI's process
   // group and outlived it (a crashed CLI's tools are reparented where its pid no longer finds them).
   const env = { ...runEnv, BATON_RUN: crypto.randomUUID() };
@@ -322,17 +332,31 @@ function runCli(bin: string, args: string[], cwd: string, runEnv: Record<string,
     const out: Buffer[] = [];
     let err = '';
     let timedOut = false;
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    // Each line as it comes, for the meter; the whole output for the CLI's file at the end.
+    let partial = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out.push(chunk);
+      if (!meter?.line) return;
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        const read = meter.line(line);
+        if (read) spend.upTo(read.spent, { ended: read.ended });
+      }
+    });
     child.stderr.on('data', (chunk: Buffer) => { err = (err + chunk.toString('utf8')).slice(-20_000); });
+    const looking = meter?.look ? setInterval(() => spend.upTo(meter.look!()), LOOK_EVERY_MS) : undefined;
     const stop = () => endTree(child.pid!, env.BATON_RUN!);
     const timer = setTimeout(() => { timedOut = true; stop(); }, timeoutSeconds * 1000);
     ctx.signal.addEventListener('abort', stop, { once: true });
     child.on('error', (e) => {
+      clearInterval(looking);
       clearTimeout(timer);
       ctx.signal.removeEventListener('abort', stop);
       reject(new UnavailableError(`could not start ${bin}: ${e.message}`, { cause: e }));
     });
     child.on('close', (code, signal) => {
+      clearInterval(looking);
       clearTimeout(timer);
       ctx.signal.removeEventListener('abort', stop);
       // A CLI that crashed leaves its tools running: whatever carries the run's mark ends too.

@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runtimeHomes } from '../config.js';
 import { codingAgentRuntime, failureOfStatus, newSessionId, type CodingCli, type RunReport } from './coding-agent.js';
+import { byModel, readOr, type Spent } from './spend.js';
 
 interface GeminiTokens { input?: number; prompt?: number; candidates?: number; cached?: number; thoughts?: number }
 interface GeminiOutput {
@@ -60,6 +61,21 @@ const cli: CodingCli = {
       ...options.args,
     ];
   },
+  meter(run, session) {
+    // Gemini CLI prints what a run spent only at its end; its record of the session, which it appends
+    // to as each answer comes, has each answer's tokens. What the session had before this run is not
+    // this run's.
+    const before = sessionSpend(run.home, session.id);
+    return {
+      look: () => {
+        const now = sessionSpend(run.home, session.id);
+        return now.map((m) => {
+          const had = before.find((b) => b.model === m.model);
+          return had ? { model: m.model, inputTokens: m.inputTokens! - had.inputTokens!, outputTokens: m.outputTokens! - had.outputTokens!, cachedTokens: m.cachedTokens! - had.cachedTokens!, turns: m.turns! - had.turns! } : m;
+        });
+      },
+    };
+  },
   read(output) {
     const parsed = lastJson(output.stdout);
     if (!parsed) {
@@ -86,6 +102,39 @@ const cli: CodingCli = {
     return report;
   },
 };
+
+/** A message of Gemini CLI's session record (`~/.gemini/tmp/<project>/chats/session-….jsonl`). */
+interface RecordedMessage { id?: string; type?: string; model?: string; tokens?: { input?: number; output?: number; cached?: number; thoughts?: number } | null }
+
+/**
+ * What the session `id` spent by model, from its record in the run's home: each answer's tokens, the
+ * last word on each message kept (a message is written again as it grows).
+ */
+function sessionSpend(home: string, id: string | undefined): Spent {
+  const root = path.join(home, '.gemini', 'tmp');
+  let files: string[];
+  try {
+    files = fs.readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => /(^|\/)chats\/session-[^/]*\.jsonl$/.test(f));
+  } catch {
+    return [];
+  }
+  const answers = new Map<string, RecordedMessage>();
+  for (const file of files) {
+    const lines = readOr(path.join(root, file)).split('\n');
+    const records = lines.flatMap((line) => { try { return [JSON.parse(line) as { sessionId?: string; $set?: { messages?: RecordedMessage[] } } & RecordedMessage]; } catch { return []; } });
+    if (id && records[0]?.sessionId !== id) continue;
+    for (const r of records) {
+      for (const m of r.$set?.messages ?? [r]) if (m.type === 'gemini' && m.id && m.tokens) answers.set(m.id, m);
+    }
+  }
+  return byModel([...answers.values()].map((m) => ({
+    model: m.model ?? 'gemini',
+    inputTokens: Math.max(0, (m.tokens!.input ?? 0) - (m.tokens!.cached ?? 0)),
+    outputTokens: (m.tokens!.output ?? 0) + (m.tokens!.thoughts ?? 0),
+    cachedTokens: m.tokens!.cached ?? 0,
+    turns: 1,
+  })));
+}
 
 /** The JSON document Gemini CLI prints (pretty-printed, after any log lines). */
 function lastJson(stdout: string): GeminiOutput | undefined {

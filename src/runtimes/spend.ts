@@ -1,0 +1,101 @@
+/**
+ * What a coding-agent run spent, recorded as it is read rather than when the CLI exits: a run that is
+ * cancelled, timed out, stopped by its budget or crashed has its spend up to then on record, and a
+ * budget can stop a run mid-way. A CLI's file says where it reads the spend (a Meter: the lines the
+ * CLI prints, or what it writes to disk as it goes); this file turns the run's spend so far into
+ * reports of what is new since the last one.
+ */
+import fs from 'node:fs';
+import type { ExecutorContext } from '../agent/executors.js';
+import type { RunReport } from './coding-agent.js';
+
+/** A run's spend by model: the run's own (not its session's), so far or in all. */
+export type Spent = RunReport['usage'];
+
+/** Where a CLI's spend is read while it runs; each reading is the run's spend so far, by model. */
+export interface Meter {
+  /**
+   * A line the CLI printed, as it comes: the spend so far when the line says more, and whether the
+   * line is the run's last word on its work (then the run keeps its result under a budget it spends).
+   */
+  line?(text: string): { spent: Spent; ended?: boolean } | undefined;
+  /** What the CLI wrote to disk so far (its session's record), read every few seconds and once it ended. */
+  look?(): Spent | undefined;
+}
+
+/** How often a meter's `look` reads what the CLI wrote while it runs. */
+export const LOOK_EVERY_MS = 2_000;
+
+type Counts = Spent[number];
+const zero = (model: string): Counts => ({ model, inputTokens: 0, outputTokens: 0, cachedTokens: 0, turns: 0 });
+
+/** Reports what is new in each reading, one at a time, in order. */
+export class SpendRecorder {
+  private readonly recorded = new Map<string, Counts>();
+  private chain: Promise<void> = Promise.resolve();
+  private failure: unknown;
+
+  constructor(private readonly ctx: Pick<ExecutorContext, 'usage'>, private readonly runtime: string, private readonly sessionId: () => string | undefined) {}
+
+  /**
+   * The run's spend so far; what it adds to what was recorded is reported. `ended`: the run had ended
+   * when this was read (it keeps its result under a budget that this spends; ctx.usage says so).
+   */
+  upTo(soFar: Spent | undefined, { ended = false } = {}): void {
+    if (!soFar?.length) return;
+    this.chain = this.chain.then(() => this.record(soFar, ended)).catch((err: unknown) => { this.failure ??= err; });
+  }
+
+  /** Once every report is made; a report that failed is thrown here. */
+  async settled(): Promise<void> {
+    await this.chain;
+    if (this.failure) throw this.failure;
+  }
+
+  private async record(soFar: Spent, ended: boolean): Promise<void> {
+    for (const now of soFar) {
+      const had = this.recorded.get(now.model) ?? zero(now.model);
+      const more = (a = 0, b = 0) => Math.max(0, a - b);
+      const added: Counts = {
+        model: now.model,
+        inputTokens: more(now.inputTokens, had.inputTokens),
+        outputTokens: more(now.outputTokens, had.outputTokens),
+        cachedTokens: more(now.cachedTokens, had.cachedTokens),
+        turns: more(now.turns, had.turns),
+        ...(now.costUsd !== undefined ? { costUsd: more(now.costUsd, had.costUsd) } : {}),
+      };
+      if (!added.inputTokens && !added.outputTokens && !added.cachedTokens && !added.turns && !added.costUsd) continue;
+      const top = (a = 0, b = 0) => Math.max(a, b);
+      this.recorded.set(now.model, {
+        model: now.model,
+        inputTokens: top(now.inputTokens, had.inputTokens),
+        outputTokens: top(now.outputTokens, had.outputTokens),
+        cachedTokens: top(now.cachedTokens, had.cachedTokens),
+        turns: top(now.turns, had.turns),
+        ...(now.costUsd !== undefined || had.costUsd !== undefined ? { costUsd: top(now.costUsd, had.costUsd) } : {}),
+      });
+      await this.ctx.usage({ ...added, runtime: this.runtime, sessionId: this.sessionId() }, { ended });
+    }
+  }
+}
+
+/** The spend by model in one list, adding up what the entries say of each model. */
+export function byModel(entries: Iterable<Counts>): Spent {
+  const sums = new Map<string, Counts>();
+  for (const e of entries) {
+    const had = sums.get(e.model) ?? zero(e.model);
+    sums.set(e.model, {
+      model: e.model,
+      inputTokens: (had.inputTokens ?? 0) + (e.inputTokens ?? 0),
+      outputTokens: (had.outputTokens ?? 0) + (e.outputTokens ?? 0),
+      cachedTokens: (had.cachedTokens ?? 0) + (e.cachedTokens ?? 0),
+      turns: (had.turns ?? 0) + (e.turns ?? 0),
+    });
+  }
+  return [...sums.values()];
+}
+
+/** A file's text, or nothing where it cannot be read (not written yet, or gone). */
+export function readOr(file: string): string {
+  try { return fs.readFileSync(file, 'utf8'); } catch { return ''; }
+}
