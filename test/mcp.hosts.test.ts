@@ -103,8 +103,8 @@ function machine(host: string) {
   // without Baton's tools): the page's commands make each host wait.
   fs.writeFileSync(path.join(bin, 'baton'), `#!/bin/sh\n[ "$1" = mcp ] && sleep 3\nLOG_LEVEL=info exec ${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath)} "$@" 2>>${JSON.stringify(path.join(home, 'baton.log'))}\n`, { mode: 0o755 });
   for (const cli of ['claude', 'codex', 'gemini'] as const) fs.symlinkSync(paths[cli], path.join(bin, cli));
-  // On the PATH of login shells too (Codex runs its commands in one, and Debian's /etc/profile sets root's PATH anew).
-  fs.writeFileSync(path.join(home, '.profile'), `export PATH="${bin}:$PATH"\n`);
+  // No login profile: the skill's block puts baton on the PATH of login shells (Codex runs its commands
+  // in one, and Debian's /etc/profile sets root's PATH anew), as docs/mcp.md says.
   // Each CLI signed in to its provider as its user would be (here: the scripted model).
   fs.mkdirSync(path.join(home, '.codex'));
   fs.writeFileSync(path.join(home, '.codex', 'config.toml'), [
@@ -135,6 +135,7 @@ describe('docs/mcp.md: baton mcp in the coding agents', () => {
   it('has the blocks the test follows', () => {
     expect(blocks).toHaveLength(8);
     expect(blocks[4]).toMatch(/^baton skill install --claude --codex --gemini\n/);
+    expect(blocks[4]).toMatch(/>> ~\/\.profile\n?$/);
     expect(blocks.slice(5).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
     expect(blocks[0]).toMatch(/--write-env ~\/\.baton\/lead\.env/);
     expect(blocks.slice(1, 4).map((b) => b.split(' ')[0])).toEqual(['claude', 'codex', 'gemini']);
