@@ -148,7 +148,10 @@ function script() {
 
 function usageOf(turn: Turn): Usage {
   const input = scenarioOf(turn) === 'dear' ? 20_000 : 100 + (turn.entries.length * 7);
-  const usage = { input, output: 11 + turn.entries.length, cached: 5 };
+  // Under a budget of one token left, step 2's answer that hands step 3 on costs nothing, so that the
+  // run passes its budget only with its last answer, and keeps its result, whenever its spend is read.
+  const free = scenarioOf(turn) === 'budget' && /: \[s:budget\] step 2 /.test(turn.all) && ranSoFar(turn).length === 0;
+  const usage = free ? { input: 0, output: 0, cached: 0 } : { input, output: 11 + turn.entries.length, cached: 5 };
   const task = taskOf(turn);
   if (task) {
     const byModel = spentByTask.get(task) ?? new Map<string, Usage>();

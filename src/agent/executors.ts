@@ -106,8 +106,9 @@ export interface ExecutorContext {
    * counted in the agent's metrics. Call it once per run of the runtime and model, with that run's own
    * counts (not a running total). Under a budget, usage that spends it stops the run (`signal`), and
    * the task goes back to be held or failed whatever the executor then returns. With `ended`, the usage
-   * is of a run that has already ended (a CLI that reports when it exits): it is not stopped for it and
-   * keeps its result, but it goes no further (`ask` or `answered` then stop it, as the budget's).
+   * came with the run's last word on its work (a model's answer with no tool to run after it, or a
+   * CLI's account as it exits): it is not stopped for it and keeps its result, but it goes no further
+   * (`ask` or `answered`, or usage that goes on, then stop it, as the budget's).
    */
   usage(usage: RunUsage, options?: { ended?: boolean }): Promise<void>;
   /** Hands off a sub-task linked to this one by parent_task_id. */

@@ -273,12 +273,12 @@ export class TaskRunner {
         const now = await this.persist(() => client.budget(task.id), log, 'budget read');
         Object.assign(left, budgetLeft(now));
         const spent = now?.budgets.find((b) => b.spent_at);
-        if (now?.spent && spent && !budget.signal.aborted && !spentAfterRun) {
+        if (now?.spent && spent && !budget.signal.aborted) {
           const why = `the budget on task ${spent.task_id} is spent (${budgetAmounts(spent)})`;
           if (ended) {
             // The run that spent it had ended: its result stands, but it goes no further.
-            log.warn({ budgetTask: spent.task_id }, `${why}: the run that spent it had ended, and keeps its result`);
-            spentAfterRun = new BudgetSpentError(why);
+            if (!spentAfterRun) log.warn({ budgetTask: spent.task_id }, `${why}: the run that spent it had ended, and keeps its result`);
+            spentAfterRun ??= new BudgetSpentError(why);
             return;
           }
           log.warn({ budgetTask: spent.task_id }, `stopping: ${why}`);

@@ -89,7 +89,9 @@ const cli: CodingCli = {
           outputTokens: usage.output_tokens ?? had.outputTokens,
           cachedTokens: usage.cache_read_input_tokens ?? had.cachedTokens,
         });
-        return { spent: byModel(answers.values()) };
+        // The main conversation's answer that ends without a tool to run ends the run.
+        const stop = e.event?.delta?.stop_reason;
+        return { spent: byModel(answers.values()), ended: !lane && stop !== undefined && stop !== null && stop !== 'tool_use' };
       },
     };
   },
@@ -132,6 +134,7 @@ interface StreamEvent {
   event?: {
     type?: string;
     message?: { id?: string; model?: string; usage?: AnswerUsage };
+    delta?: { stop_reason?: string | null };
     usage?: AnswerUsage;
   };
 }

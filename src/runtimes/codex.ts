@@ -69,8 +69,8 @@ const cli: CodingCli = {
         } catch { return undefined; }
       },
       look() {
-        const total = rolloutTotal(path.join(run.home, 'codex', 'sessions'), session.id);
-        return total ? sinceRun(total) : undefined;
+        const last = rolloutTotal(path.join(run.home, 'codex', 'sessions'), session.id);
+        return last ? { spent: sinceRun(last.total), ended: !last.calls } : undefined;
       },
     };
   },
@@ -124,21 +124,31 @@ function spentSince(total: CodexUsage, before: Required<CodexUsage> | undefined,
   };
 }
 
-/** The thread's total at the last model answer in the rollout Codex keeps of it, if it wrote one. */
-function rolloutTotal(sessions: string, thread: string | undefined): CodexUsage | undefined {
+/**
+ * The thread's total at the last model answer in the rollout Codex keeps of it, if it wrote one, and
+ * whether that answer called a tool (the turn goes on).
+ */
+function rolloutTotal(sessions: string, thread: string | undefined): { total: CodexUsage; calls: boolean } | undefined {
   let files: string[];
   try {
     files = fs.readdirSync(sessions, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.jsonl') && (!thread || f.includes(thread)));
   } catch {
     return undefined;
   }
-  let last: CodexUsage | undefined;
+  let last: { total: CodexUsage; calls: boolean } | undefined;
+  // An answer's items come before the record of what it cost.
+  let calls = false;
   for (const file of files.sort()) {
     for (const line of readOr(path.join(sessions, file)).split('\n')) {
-      if (!line.includes('"token_usage_record"')) continue;
+      const counted = line.includes('"token_usage_record"');
+      if (!counted && !line.includes('"response_item"')) continue;
       try {
-        const record = JSON.parse(line) as { type?: string; payload?: { thread_token_usage?: CodexUsage } };
-        if (record.type === 'token_usage_record' && record.payload?.thread_token_usage) last = record.payload.thread_token_usage;
+        const record = JSON.parse(line) as { type?: string; payload?: { type?: string; thread_token_usage?: CodexUsage } };
+        if (record.type === 'response_item') calls ||= /call$/.test(record.payload?.type ?? '');
+        else if (record.type === 'token_usage_record' && record.payload?.thread_token_usage) {
+          last = { total: record.payload.thread_token_usage, calls };
+          calls = false;
+        }
       } catch { /* a line cut short as it was written */ }
     }
   }

@@ -196,7 +196,7 @@ async function runTask(cli: CodingCli, bin: string, root: string, options: Codin
     session.resumed = true;
     // Read once the CLI ended: a run that spent the budget but finished keeps its reply; one that goes
     // on (a question) is stopped when it would wait for the answer.
-    spend.upTo(report.usage.length ? report.usage : meter?.look?.(), { ended: true });
+    spend.upTo(report.usage.length ? report.usage : meter?.look?.()?.spent, { ended: true });
     await spend.settled();
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('aborted');
     if (output.timedOut) throw new RetryableError(`${cli.name} ran past its ${options.timeoutSeconds} s and was stopped (its process tree ended)${tail(output.stderr)}`);
@@ -345,7 +345,10 @@ function runCli(bin: string, args: string[], cwd: string, runEnv: Record<string,
       }
     });
     child.stderr.on('data', (chunk: Buffer) => { err = (err + chunk.toString('utf8')).slice(-20_000); });
-    const looking = meter?.look ? setInterval(() => spend.upTo(meter.look!()), LOOK_EVERY_MS) : undefined;
+    const looking = meter?.look ? setInterval(() => {
+      const read = meter.look!();
+      if (read) spend.upTo(read.spent, { ended: read.ended });
+    }, LOOK_EVERY_MS) : undefined;
     const stop = () => endTree(child.pid!, env.BATON_RUN!);
     const timer = setTimeout(() => { timedOut = true; stop(); }, timeoutSeconds * 1000);
     ctx.signal.addEventListener('abort', stop, { once: true });

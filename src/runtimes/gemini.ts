@@ -65,14 +65,15 @@ const cli: CodingCli = {
     // Gemini CLI prints what a run spent only at its end; its record of the session, which it appends
     // to as each answer comes, has each answer's tokens. What the session had before this run is not
     // this run's.
-    const before = sessionSpend(run.home, session.id);
+    const before = sessionSpend(run.home, session.id).spent;
     return {
       look: () => {
         const now = sessionSpend(run.home, session.id);
-        return now.map((m) => {
+        const spent = now.spent.map((m) => {
           const had = before.find((b) => b.model === m.model);
           return had ? { model: m.model, inputTokens: m.inputTokens! - had.inputTokens!, outputTokens: m.outputTokens! - had.outputTokens!, cachedTokens: m.cachedTokens! - had.cachedTokens!, turns: m.turns! - had.turns! } : m;
         });
+        return { spent, ended: !now.calls };
       },
     };
   },
@@ -104,19 +105,19 @@ const cli: CodingCli = {
 };
 
 /** A message of Gemini CLI's session record (`~/.gemini/tmp/<project>/chats/session-….jsonl`). */
-interface RecordedMessage { id?: string; type?: string; model?: string; tokens?: { input?: number; output?: number; cached?: number; thoughts?: number } | null }
+interface RecordedMessage { id?: string; type?: string; model?: string; tokens?: { input?: number; output?: number; cached?: number; thoughts?: number } | null; toolCalls?: unknown[] }
 
 /**
  * What the session `id` spent by model, from its record in the run's home: each answer's tokens, the
  * last word on each message kept (a message is written again as it grows).
  */
-function sessionSpend(home: string, id: string | undefined): Spent {
+function sessionSpend(home: string, id: string | undefined): { spent: Spent; calls: boolean } {
   const root = path.join(home, '.gemini', 'tmp');
   let files: string[];
   try {
     files = fs.readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => /(^|\/)chats\/session-[^/]*\.jsonl$/.test(f));
   } catch {
-    return [];
+    return { spent: [], calls: false };
   }
   const answers = new Map<string, RecordedMessage>();
   for (const file of files) {
@@ -127,13 +128,16 @@ function sessionSpend(home: string, id: string | undefined): Spent {
       for (const m of r.$set?.messages ?? [r]) if (m.type === 'gemini' && m.id && m.tokens) answers.set(m.id, m);
     }
   }
-  return byModel([...answers.values()].map((m) => ({
+  // Whether the last answer called a tool (the run goes on); its calls may be written just after it.
+  const calls = Boolean([...answers.values()].at(-1)?.toolCalls?.length);
+  const spent = byModel([...answers.values()].map((m) => ({
     model: m.model ?? 'gemini',
     inputTokens: Math.max(0, (m.tokens!.input ?? 0) - (m.tokens!.cached ?? 0)),
     outputTokens: (m.tokens!.output ?? 0) + (m.tokens!.thoughts ?? 0),
     cachedTokens: m.tokens!.cached ?? 0,
     turns: 1,
   })));
+  return { spent, calls };
 }
 
 /** The JSON document Gemini CLI prints (pretty-printed, after any log lines). */

@@ -12,15 +12,19 @@ import type { RunReport } from './coding-agent.js';
 /** A run's spend by model: the run's own (not its session's), so far or in all. */
 export type Spent = RunReport['usage'];
 
-/** Where a CLI's spend is read while it runs; each reading is the run's spend so far, by model. */
+/**
+ * A reading of a run's spend so far, and whether the model's answer that brought it was its last word
+ * on the work (no tool to run after it: the run is ending). Under a budget this spends, a run whose
+ * last word it was keeps its result; one that would go on is stopped.
+ */
+export interface Reading { spent: Spent; ended?: boolean }
+
+/** Where a CLI's spend is read while it runs. */
 export interface Meter {
-  /**
-   * A line the CLI printed, as it comes: the spend so far when the line says more, and whether the
-   * line is the run's last word on its work (then the run keeps its result under a budget it spends).
-   */
-  line?(text: string): { spent: Spent; ended?: boolean } | undefined;
+  /** A line the CLI printed, as it comes: a reading when the line says more. */
+  line?(text: string): Reading | undefined;
   /** What the CLI wrote to disk so far (its session's record), read every few seconds and once it ended. */
-  look?(): Spent | undefined;
+  look?(): Reading | undefined;
 }
 
 /** How often a meter's `look` reads what the CLI wrote while it runs. */
