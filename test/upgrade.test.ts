@@ -157,8 +157,17 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
     const forLater = await senderNow.handoff({ to: 'upgrade-later', title: 'for the old daemon' });
     expect((await finished(forLater.id)).result?.summary).toBe('did for the old daemon on the old daemon');
 
+    // The old worker's agent upgraded as docs/upgrading.md says, with the old daemon still at work
+    // (a supervisor that starts the new one first): today's daemon takes the agent's work from then on.
+    const upgradedWorker = createAgent({ url: stack.env.SUPABASE_URL, publishableKey: stack.env.SUPABASE_PUBLISHABLE_KEY, token: agents.worker!, ...fast, log: silentLogger,
+      executors: { '*': async (task) => { runs.set(task.id, (runs.get(task.id) ?? 0) + 1); return { status: 'success', summary: `did ${task.title} on today's daemon` }; } } }) as BatonAgent;
+    daemons.push(upgradedWorker);
+    await upgradedWorker.start();
+    const overlapped = await senderNow.handoff({ to: 'upgrade-worker', title: 'overlapped' });
+    expect((await finished(overlapped.id)).result?.summary).toBe('did overlapped on today\'s daemon');
+
     // Nothing ran twice; the cancelled and the failed stayed so.
-    for (const t of [made.done, made.fails, made.asks, made.slow, made.waiting, afterwards, forLater]) expect([t.id, runs.get(t.id)]).toEqual([t.id, 1]);
+    for (const t of [made.done, made.fails, made.asks, made.slow, made.waiting, afterwards, forLater, overlapped]) expect([t.id, runs.get(t.id)]).toEqual([t.id, 1]);
     expect(runs.has(made.withdrawn.id)).toBe(false);
     expect((await senderNow.getTask(made.withdrawn.id)).status).toBe('cancelled');
     expect((await senderNow.getTask(made.fails.id)).status).toBe('failed');
