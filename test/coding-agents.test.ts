@@ -9,12 +9,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Handler } from '../src/agent/executors.js';
+import { batonCommand } from '../src/agent/options.js';
+import type { Handler } from '../src/contract.js';
 import { claude } from '../src/runtimes/claude.js';
 import { codex } from '../src/runtimes/codex.js';
 import type { CodingAgentOptions } from '../src/runtimes/coding-agent.js';
 import { gemini } from '../src/runtimes/gemini.js';
-import type { AgentRuntime } from '../src/runtimes/runtime.js';
+import type { AgentRuntime } from '../src/contract.js';
 import type { Task } from '../src/schemas.js';
 // @ts-expect-error: a plain JS script
 import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
@@ -176,7 +177,7 @@ async function worker(cli: Cli, extra: Partial<CodingAgentOptions> = {}, existin
   const agent = existing ?? await newAgent(`${cli.key}-worker`);
   const dir = fs.mkdtempSync(path.join(scratch, `${cli.key}-`));
   const options = { bin: paths[cli.key], timeoutSeconds: 300, ...cli.options(server), ...extra } as CodingAgentOptions;
-  const handler: Handler = await cli.runtime.executor({ [cli.key]: options }, { file: path.join(dir, 'baton.agent.json'), what: `executor "${cli.key}"` });
+  const handler: Handler = await cli.runtime.executor({ [cli.key]: options }, { file: path.join(dir, 'baton.agent.json'), what: `executor "${cli.key}"`, baton: batonCommand() });
   const { lines } = await daemon(agent, { executors: { '*': handler } });
   return { agent, lines };
 }

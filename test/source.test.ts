@@ -39,6 +39,25 @@ describe('the source', () => {
     expect(reads).toEqual([]);
   });
 
+  it('keeps the runtimes to their contract: nothing in src/runtimes/ imports the daemon (src/agent/) or the stack (src/stack/)', () => {
+    const crossing: string[] = [];
+    for (const { file, ast } of sources.filter((s) => s.file.startsWith(path.join('src', 'runtimes') + path.sep))) {
+      visit(ast, (node) => {
+        // Static imports and exports, and dynamic import() calls alike.
+        const specifier = (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)
+          ? node.moduleSpecifier.text
+          : ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])
+            ? node.arguments[0].text : undefined;
+        if (!specifier?.startsWith('.')) return;
+        const target = path.relative(root, path.resolve(root, path.dirname(file), specifier));
+        if ([path.join('src', 'agent'), path.join('src', 'stack')].some((dir) => target === dir || target.startsWith(dir + path.sep))) {
+          crossing.push(`${file}:${ast.getLineAndCharacterOfPosition(node.getStart()).line + 1} imports ${specifier}`);
+        }
+      });
+    }
+    expect(crossing).toEqual([]);
+  });
+
   it('has no function longer than 80 lines', () => {
     const long: string[] = [];
     for (const { file, ast } of sources) {

@@ -10,7 +10,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Role, TaskState, type Message as A2AMessage, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
-import { neverReached, RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { neverReached, RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../contract.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
 import type { Task } from '../schemas.js';
 import { dataPart, finalStates, textPart } from './mapping.js';

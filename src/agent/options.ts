@@ -10,7 +10,11 @@ import type { Logger } from 'pino';
 import type { AgentKeyOptions } from '../client/connection.js';
 import type { Message, Task } from '../schemas.js';
 import type { Executor, Executors } from './executors.js';
-import type { AgentRuntime } from '../runtimes/runtime.js';
+import type { AgentRuntime } from '../contract.js';
+import { packageRoot } from '../stack/paths.js';
+
+/** This installation's `baton` command, as a program and its arguments. */
+export const batonCommand = (): string[] => [process.execPath, path.join(packageRoot, 'dist', 'cli', 'index.js')];
 
 export const agentDefaults = Object.freeze({
   poll: '*/5 * * * * *',
@@ -174,7 +178,7 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn' | 'i
   const executors: Executors = {};
   for (const [name, spec] of Object.entries(specs ?? {})) {
     if ('runtime' in spec) {
-      executors[name] = await spec.runtime.executor(spec.entry, { file: path.resolve(file), what: `executor "${name}"`, log });
+      executors[name] = await spec.runtime.executor(spec.entry, { file: path.resolve(file), what: `executor "${name}"`, baton: batonCommand(), log });
       continue;
     }
     if ('command' in spec) {

@@ -2,7 +2,7 @@
  * Deterministic executors for the demo: a researcher, a coder and an auditor that hand structured work
  * along with no LLM and no network. A real team swaps any of them for an LLM-backed shell command.
  */
-import type { ExecutorContext, Handler } from '../agent/executors.js';
+import type { ExecutorContext, Handler } from '../contract.js';
 import { processSettings } from '../config.js';
 import type { ExpectedOutput, LineageRow } from '../schemas.js';
 import { finalStatuses } from '../schemas.js';

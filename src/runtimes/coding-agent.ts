@@ -16,12 +16,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { RetryableError, UnavailableError, type BudgetLeft, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { RetryableError, UnavailableError, type AgentRuntime, type BudgetLeft, type ExecutorContext, type Handler, type RuntimeSetting } from '../contract.js';
 import { guessMediaType } from '../client/artifacts.js';
 import { ConfigError, passedEnvironment } from '../config.js';
-import { packageRoot } from '../stack/paths.js';
 import type { RunUsage, Task } from '../schemas.js';
-import type { AgentRuntime, RuntimeSetting } from './runtime.js';
 import { LOOK_EVERY_MS, SpendRecorder, type Meter } from './spend.js';
 
 /** The options every coding-agent executor takes, under its CLI's key: `{"claude": {…}}`. */
@@ -149,7 +147,7 @@ export function codingAgentRuntime(cli: CodingCli): AgentRuntime<Record<string, 
       if (process.getuid?.() === 0) {
         setting.log?.warn({ executor: setting.what }, `${cli.name} runs as root here: whatever tools it is allowed act as root on this machine (docs/coding-agents.md, "What the agent may do")`);
       }
-      return (task, ctx) => runTask(cli, bin, root, options, task, ctx);
+      return (task, ctx) => runTask(cli, bin, root, options, setting.baton, task, ctx);
     },
   };
 }
@@ -179,9 +177,9 @@ function isExecutable(file: string): boolean {
 }
 
 /** One task: its folder, then runs of the CLI until it replies without a question pending. */
-async function runTask(cli: CodingCli, bin: string, root: string, options: CodingAgentOptions, task: Task, ctx: ExecutorContext): Promise<unknown> {
+async function runTask(cli: CodingCli, bin: string, root: string, options: CodingAgentOptions, batonCommand: string[], task: Task, ctx: ExecutorContext): Promise<unknown> {
   const dir = path.join(root, task.id);
-  const run = setUp(dir, options, task, ctx);
+  const run = setUp(dir, options, batonCommand, task, ctx);
   const env = { ...passedEnvironment(cli.passEnv), ...options.env, ...run.baton, ...cli.prepare(run) };
   const session: Session = { id: cli.newSession?.(), resumed: false, state: {} };
   let prompt = taskPrompt(task, ctx, run.batonPath);
@@ -227,7 +225,7 @@ function failure(cli: CodingCli, f: NonNullable<RunReport['failure']>): Error {
 }
 
 /** The task's folder: work/ (inputs/ and outputs/ in it), home/ and bin/ (the `baton` command). */
-function setUp(dir: string, options: CodingAgentOptions, task: Task, ctx: ExecutorContext): RunSetup {
+function setUp(dir: string, options: CodingAgentOptions, batonCommand: string[], task: Task, ctx: ExecutorContext): RunSetup {
   const work = path.join(dir, 'work');
   const home = path.join(dir, 'home');
   const bin = path.join(dir, 'bin');
@@ -240,7 +238,6 @@ function setUp(dir: string, options: CodingAgentOptions, task: Task, ctx: Execut
       if (input.content) fs.writeFileSync(path.join(work, INPUTS, input.name), input.content);
     }
   }
-  const batonCommand = [process.execPath, path.join(packageRoot, 'dist', 'cli', 'index.js')];
   // The agent's shell runs this `baton` as the agent, on this task, whatever environment the CLI gives
   // its tools (Codex drops variables named like secrets, and a login shell sets PATH anew): the settings
   // live in the script, in the task's folder that only this user may read, and not in the CLI's env.

@@ -6,6 +6,6 @@ import { claude } from './claude.js';
 import { codex } from './codex.js';
 import { gemini } from './gemini.js';
 import { openclaw } from './openclaw.js';
-import type { AgentRuntime } from './runtime.js';
+import type { AgentRuntime } from '../contract.js';
 
 export const runtimes: ReadonlyArray<AgentRuntime<any>> = [openclaw, claude, codex, gemini];

@@ -18,13 +18,12 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Role, TaskState, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
-import { neverReached, RetryableError, UnavailableError, type ExecutorContext, type Handler } from '../agent/executors.js';
+import { neverReached, RetryableError, UnavailableError, type AgentRuntime, type ExecutorContext, type Handler } from '../contract.js';
 import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
 import { z } from 'zod';
 import { ConfigError, namedVariable } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Message, Task } from '../schemas.js';
-import type { AgentRuntime } from './runtime.js';
 
 export interface OpenClawGatewayOptions {
   /** The gateway's base URL (its A2A card is at /.well-known/agent-card.json), e.g. http://127.0.0.1:18789. */

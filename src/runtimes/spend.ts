@@ -6,7 +6,7 @@
  * reports of what is new since the last one.
  */
 import fs from 'node:fs';
-import type { ExecutorContext } from '../agent/executors.js';
+import type { ExecutorContext } from '../contract.js';
 import type { RunReport } from './coding-agent.js';
 
 /** A run's spend by model: the run's own (not its session's), so far or in all. */
