@@ -5,6 +5,7 @@
  * stack of its own, since its database goes away.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgent, type BatonAgent } from '../src/agent/daemon.js';
 import { stackHealth } from '../src/stack/background.js';
 import { stackPaths } from '../src/stack/paths.js';
+import { readRuntimeFile, writeRuntime } from '../src/stack/state.js';
 import { eventually } from './daemon-helpers.js';
 import { agentKey } from './keys-mode.js';
 import { ownStack } from './own-stack.js';
@@ -93,4 +95,25 @@ describe('a database that goes away', () => {
       await stop();
     }
   }, 120_000);
+});
+
+describe('the stack\'s runtime file', () => {
+  it('is replaced in one step, and a half-written one reads as no stack yet rather than an error', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-runtime-'));
+    try {
+      const file = stackPaths(dir).runtime;
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      // What a reader met while an older stack wrote the file in place.
+      for (const torn of ['', '{"pid": 12', '{"pid": 1}\n{']) {
+        fs.writeFileSync(file, torn);
+        expect(readRuntimeFile(dir), JSON.stringify(torn)).toBeUndefined();
+      }
+      const runtime = { pid: process.pid, apiPort: 1, dbPort: 2, postgrestPort: 3, startedAt: new Date().toISOString() };
+      writeRuntime(dir, runtime);
+      expect(readRuntimeFile(dir)).toEqual(runtime);
+      expect(fs.readdirSync(path.dirname(file)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

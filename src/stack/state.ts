@@ -101,16 +101,25 @@ export function superuserOf(secrets: Secrets, dbPort: number): { user: string; p
   return { user, password, url: `postgresql://${user}:${password}@127.0.0.1:${dbPort}/postgres` };
 }
 
-/** Replaces the secrets file in one step, readable by its owner only. */
-function writeSecrets(file: string, secrets: Secrets): void {
+/** Replaces a file in one step, so that a reader meets the old text or the new, never half of one. */
+function replaceFile(file: string, text: string, mode: number): void {
   const temporary = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temporary, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600 });
-  fs.chmodSync(temporary, 0o600);
+  fs.writeFileSync(temporary, text, { mode });
+  fs.chmodSync(temporary, mode);
   fs.renameSync(temporary, file);
 }
 
+/** Replaces the secrets file in one step, readable by its owner only. */
+function writeSecrets(file: string, secrets: Secrets): void {
+  replaceFile(file, JSON.stringify(secrets, null, 2) + '\n', 0o600);
+}
+
+/**
+ * Says where the stack listens. In one step: `stack start` reads the file while the stack it started
+ * writes it, and once read an empty file half written ("Unexpected end of JSON input").
+ */
 export function writeRuntime(dir: string, runtime: Runtime): void {
-  fs.writeFileSync(stackPaths(dir).runtime, JSON.stringify(runtime, null, 2) + '\n');
+  replaceFile(stackPaths(dir).runtime, JSON.stringify(runtime, null, 2) + '\n', 0o644);
 }
 
 export function removeRuntime(dir: string): void {
@@ -135,7 +144,14 @@ export function isAlive(pid: number): boolean {
 export function readRuntimeFile(dir: string): Runtime | undefined {
   const file = stackPaths(dir).runtime;
   if (!fs.existsSync(file)) return undefined;
-  const runtime = Runtime.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
+  let text: unknown;
+  try {
+    text = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    // Gone meanwhile, or written by a version that wrote it in place and is half way through.
+    return undefined;
+  }
+  const runtime = Runtime.safeParse(text);
   return runtime.success ? runtime.data : undefined;
 }
 
