@@ -5,6 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { broughtBackWith } from '../client/agent.js';
+import { handoffInput } from '../client/handoff-words.js';
 import { BudgetInput, ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
 import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
@@ -194,30 +195,30 @@ function handingWorkOn(agent: McpAgent): Tool[] {
       .describe('What it and everything under it may spend: {tokens?, usd?, onSpent?: "ask" | "fail"}; never more than is left above it (BT017).'),
   };
   type HandoffArgs = z.infer<z.ZodObject<typeof handoffShape>>;
-  const handoffInput = async (args: HandoffArgs): Promise<z.input<typeof HandoffInput>> => ({
+  const requestOf = async (args: HandoffArgs): Promise<z.input<typeof HandoffInput>> => handoffInput({
     title: args.title,
     description: args.description,
     payload: args.payload,
     priority: args.priority,
     deadline: args.deadline,
-    expectedOutputs: args.expected_outputs,
-    inputArtifacts: args.inputs ? await Promise.all(args.inputs.map(async (i) => ({ task_id: await agent.resolve(i.task), name: i.name }))) : undefined,
-    parentTaskId: args.parent ? await agent.resolve(args.parent) : undefined,
+    expected: args.expected_outputs,
+    inputs: args.inputs ? await Promise.all(args.inputs.map(async (i) => ({ task_id: await agent.resolve(i.task), name: i.name }))) : undefined,
+    parent: args.parent ? await agent.resolve(args.parent) : undefined,
     maxAttempts: args.max_attempts,
     leaseSeconds: args.lease_seconds,
     idempotencyKey: args.idempotency_key,
-    dependsOn: args.after ? await Promise.all(args.after.map(agent.resolve)) : undefined,
-    dependencyMode: args.after_any ? 'any' : undefined,
-    onDependencyFailure: args.run_anyway ? 'run' : undefined,
+    after: args.after ? await Promise.all(args.after.map(agent.resolve)) : undefined,
+    afterAny: args.after_any,
+    runAnyway: args.run_anyway,
     runAt: args.run_at,
     budget: args.budget,
   });
   const handoff = async ({ to, capabilities, allow_offline, ...args }: HandoffArgs & { to: string; capabilities?: string[]; allow_offline?: boolean }) => {
-    const task = await client.handoff({ ...(await handoffInput(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline ?? false });
+    const task = await client.handoff({ ...(await requestOf(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline ?? false });
     return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
   };
   const broadcast = async ({ capabilities, ...args }: HandoffArgs & { capabilities: string[] }) => {
-    const task = await client.broadcast({ ...(await handoffInput(args)), requiredCapabilities: capabilities });
+    const task = await client.broadcast({ ...(await requestOf(args)), requiredCapabilities: capabilities });
     return ok(`Offered to any agent with ${capabilities.join(', ')}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
   };
   return [

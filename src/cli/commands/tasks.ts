@@ -1,6 +1,7 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
 import fs from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { handoffInput, type HandoffWords } from '../../client/handoff-words.js';
 import type { BatchHandoff, ExpectedOutput, HandoffInput, JsonObject } from '../../schemas.js';
 import { openStatuses, type TaskStatus } from '../../statuses.js';
 import { agentClient, configOf, withBeat } from '../context.js';
@@ -73,26 +74,26 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
     output.json_schema = schema;
   }
   const inputs = await Promise.all((opts.input ?? []).map(async ({ task, name }) => ({ task_id: await client.resolveTaskId(task), name })));
-  const task = await client.handoff({
-    to,
+  const words: HandoffWords = {
     title,
     description: opts.description,
     priority: opts.priority,
     payload: opts.payload as JsonObject | undefined,
-    requiredCapabilities: opts.capability,
     deadline: opts.deadline,
     maxAttempts: opts.maxAttempts,
-    parentTaskId: opts.parent ? await client.resolveTaskId(opts.parent) : undefined,
+    parent: opts.parent ? await client.resolveTaskId(opts.parent) : undefined,
     idempotencyKey: opts.idempotencyKey,
-    allowOffline: to === null ? true : Boolean(opts.allowOffline),
-    expectedOutputs: expected,
-    inputArtifacts: inputs,
+    expected,
+    inputs,
     leaseSeconds: opts.lease,
-    dependsOn: opts.after ? await Promise.all(opts.after.map((ref) => client.resolveTaskId(ref))) : undefined,
-    dependencyMode: opts.afterAny ? 'any' : undefined,
-    onDependencyFailure: opts.runAnyway ? 'run' : undefined,
+    after: opts.after ? await Promise.all(opts.after.map((ref) => client.resolveTaskId(ref))) : undefined,
+    afterAny: opts.afterAny,
+    runAnyway: opts.runAnyway,
     runAt: opts.at,
     budget: opts.budgetTokens || opts.budgetUsd || opts.onBudgetSpent ? { tokens: opts.budgetTokens, usd: opts.budgetUsd, onSpent: opts.onBudgetSpent } : undefined,
+  };
+  const task = await client.handoff({
+    ...handoffInput(words), to, requiredCapabilities: opts.capability, allowOffline: to === null ? true : Boolean(opts.allowOffline),
   });
   const waits = task.waiting_on > 0 ? `, waiting for ${task.waiting_on} task(s)` : task.run_at ? `, not before ${task.run_at}` : '';
   emit(config, task, (t) => `${taskLine(to === null ? 'Broadcast' : 'Handed off', t)}${waits}`);
