@@ -61,7 +61,8 @@ function groupsFor(args: string[]): ReadonlyArray<(typeof commandGroups)[number]
 export async function buildProgram(argv: string[]): Promise<Command> {
   const program = new Command('baton')
     .description('Hand work between AI agents through a Supabase (Postgres) project.')
-    .version(versionLine())
+    // The migrations it brings are read only when the version is asked for.
+    .version(argv.some((a) => a === '-V' || a === '--version') ? versionLine() : version)
     .option('--json', 'print one JSON document instead of text')
     .option('--url <url>', 'the project API URL (default: SUPABASE_URL, else the local stack)')
     .option('--dir <folder>', 'the local stack folder (default: BATON_STACK_DIR, else .baton/stack)')

@@ -91,8 +91,7 @@ const cli: CodingCli = {
     report.text = texts.at(-1);
     if (total) {
       const before = session.resumed ? threadTotal(session) : undefined;
-      const run_ = spentSince(total, before, run);
-      report.usage.push({ ...run_, turns });
+      report.usage.push({ ...spentSince(total, before, run), turns });
       // The thread's total, for the next run of it to subtract.
       const now = full(total);
       session.state.total = before && now.input_tokens < before.input_tokens
@@ -140,8 +139,7 @@ function rolloutTotal(sessions: string, thread: string | undefined): { total: Co
   let calls = false;
   for (const file of files.sort()) {
     for (const line of readOr(path.join(sessions, file)).split('\n')) {
-      const counted = line.includes('"token_usage_record"');
-      if (!counted && !line.includes('"response_item"')) continue;
+      if (!line.includes('"token_usage_record"') && !line.includes('"response_item"')) continue;
       try {
         const record = JSON.parse(line) as { type?: string; payload?: { type?: string; thread_token_usage?: CodexUsage } };
         if (record.type === 'response_item') calls ||= /call$/.test(record.payload?.type ?? '');

@@ -31,7 +31,16 @@ export interface Meter {
 export const LOOK_EVERY_MS = 2_000;
 
 type Counts = Spent[number];
+/** The counts a reading carries besides its model; cost only where the CLI reports one. */
+const COUNTS = ['inputTokens', 'outputTokens', 'cachedTokens', 'turns', 'costUsd'] as const;
 const zero = (model: string): Counts => ({ model, inputTokens: 0, outputTokens: 0, cachedTokens: 0, turns: 0 });
+
+/** Each count of `a` and `b` put together by `join`; a cost only where either has one. */
+function combine(a: Counts, b: Counts, join: (x: number, y: number) => number): Counts {
+  const out: Counts = { model: a.model, inputTokens: 0, outputTokens: 0 };
+  for (const k of COUNTS) if (k !== 'costUsd' || a[k] !== undefined || b[k] !== undefined) out[k] = join(a[k] ?? 0, b[k] ?? 0);
+  return out;
+}
 
 /** Reports what is new in each reading, one at a time, in order. */
 export class SpendRecorder {
@@ -59,25 +68,10 @@ export class SpendRecorder {
   private async record(soFar: Spent, ended: boolean): Promise<void> {
     for (const now of soFar) {
       const had = this.recorded.get(now.model) ?? zero(now.model);
-      const more = (a = 0, b = 0) => Math.max(0, a - b);
-      const added: Counts = {
-        model: now.model,
-        inputTokens: more(now.inputTokens, had.inputTokens),
-        outputTokens: more(now.outputTokens, had.outputTokens),
-        cachedTokens: more(now.cachedTokens, had.cachedTokens),
-        turns: more(now.turns, had.turns),
-        ...(now.costUsd !== undefined ? { costUsd: more(now.costUsd, had.costUsd) } : {}),
-      };
-      if (!added.inputTokens && !added.outputTokens && !added.cachedTokens && !added.turns && !added.costUsd) continue;
-      const top = (a = 0, b = 0) => Math.max(a, b);
-      this.recorded.set(now.model, {
-        model: now.model,
-        inputTokens: top(now.inputTokens, had.inputTokens),
-        outputTokens: top(now.outputTokens, had.outputTokens),
-        cachedTokens: top(now.cachedTokens, had.cachedTokens),
-        turns: top(now.turns, had.turns),
-        ...(now.costUsd !== undefined || had.costUsd !== undefined ? { costUsd: top(now.costUsd, had.costUsd) } : {}),
-      });
+      const added = combine(now, had, (x, y) => Math.max(0, x - y));
+      if (now.costUsd === undefined) delete added.costUsd;
+      if (!COUNTS.some((k) => added[k])) continue;
+      this.recorded.set(now.model, combine(now, had, Math.max));
       await this.ctx.usage({ ...added, runtime: this.runtime, sessionId: this.sessionId() }, { ended });
     }
   }
@@ -86,16 +80,7 @@ export class SpendRecorder {
 /** The spend by model in one list, adding up what the entries say of each model. */
 export function byModel(entries: Iterable<Counts>): Spent {
   const sums = new Map<string, Counts>();
-  for (const e of entries) {
-    const had = sums.get(e.model) ?? zero(e.model);
-    sums.set(e.model, {
-      model: e.model,
-      inputTokens: (had.inputTokens ?? 0) + (e.inputTokens ?? 0),
-      outputTokens: (had.outputTokens ?? 0) + (e.outputTokens ?? 0),
-      cachedTokens: (had.cachedTokens ?? 0) + (e.cachedTokens ?? 0),
-      turns: (had.turns ?? 0) + (e.turns ?? 0),
-    });
-  }
+  for (const e of entries) sums.set(e.model, combine(e, sums.get(e.model) ?? zero(e.model), (x, y) => x + y));
   return [...sums.values()];
 }
 
