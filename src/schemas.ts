@@ -201,7 +201,7 @@ export const HandoffInput = lazy(() => z.object({
   inputArtifacts: z.array(ArtifactRef).optional(),
   /** How long a claim on the task holds unless renewed (default: baton_settings.default_lease). */
   leaseSeconds: z.number().int().optional(),
-  /** Queue for an offline addressee instead of refusing (BT011). Default true. */
+  /** Queue for an addressee that is offline (the database's default, true); false refuses it (BT011). */
   allowOffline: z.boolean().optional(),
   /** Tasks this one waits for: not claimable until they complete; their results and artifacts are its inputs. */
   dependsOn: z.array(taskId).max(100).optional(),

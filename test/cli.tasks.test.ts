@@ -43,16 +43,19 @@ describe('baton task commands', async () => {
     expect(again.id).toBe(first.id);
   });
 
-  it('refuses an unknown or offline addressee with exit 1, unless told to queue anyway', async () => {
+  it('refuses an unknown addressee with exit 1, and an offline one only when told to', async () => {
     const unknown = await asAlice('handoff', 'nobody-xyz', 'lost');
     expect(unknown.code).toBe(1);
     expect(oneLine(unknown.stderr)).toBe(true);
     expect(unknown.stderr).toMatch(/no agent named "nobody-xyz".*baton discover --all/);
 
     const sleeper = await newAgent('sleeper');
-    const offline = await asCoder('handoff', sleeper.id, 'while you sleep');
+    const offline = await asCoder('handoff', sleeper.id, 'while you sleep', '--online-only');
     expect(offline.code).toBe(1);
-    expect(offline.stderr).toMatch(/is offline.*--allow-offline/);
+    expect(offline.stderr).toMatch(/is offline/);
+    const queued = await asCoder('handoff', sleeper.id, 'while you sleep');
+    expect(queued.code).toBe(0);
+    expect(queued.stdout).toContain(`${sleeper.id} is offline; the task waits until it comes back; refuse instead of queueing with --online-only`);
     expect((await asCoder('handoff', sleeper.id, 'while you sleep', '--allow-offline')).code).toBe(0);
   });
 

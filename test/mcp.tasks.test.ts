@@ -166,7 +166,7 @@ describe('baton mcp, hand-offs as MCP tasks', () => {
     const lead = await newAgent('mcpt-refused');
     const absent = await newAgent('mcpt-offline');
     const h = await host(lead);
-    const err = await h.client.request({ method: 'tools/call', params: { name: 'handoff', arguments: { to: absent.id, title: 'to nobody' }, task: { ttl: 60_000 } } }, CreateTaskResultSchema)
+    const err = await h.client.request({ method: 'tools/call', params: { name: 'handoff', arguments: { to: absent.id, title: 'to nobody', allow_offline: false }, task: { ttl: 60_000 } } }, CreateTaskResultSchema)
       .then(() => undefined, (e: McpError) => e);
     expect(err).toBeInstanceOf(McpError);
     expect(err!.code).toBe(-32602);

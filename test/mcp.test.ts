@@ -128,16 +128,18 @@ describe('baton mcp', () => {
     expect(read.contents[0]).toMatchObject({ text: source });
   });
 
-  it('refuses a hand-off to an offline agent as baton handoff does, and queues it when told to', async () => {
+  it('queues a hand-off to an offline agent as baton handoff does, and refuses it when told to', async () => {
     const away = await newAgent('mcp-away'); // registered, never heard from: offline
-    const refused = await call(a, 'handoff', { to: away.id, title: 'To someone away' });
+    const queued = await call(a, 'handoff', { to: away.id, title: 'To someone away, queued' });
+    expect(queued.isError).toBeFalsy();
+    expect((queued.content[0] as { text: string }).text).toContain(`${away.id} is offline`);
+    expect((queued.structuredContent as { task: unknown }).task).toMatchObject({ status: 'pending', to_agent: away.id });
+    const refused = await call(a, 'handoff', { to: away.id, title: 'To someone away', allow_offline: false });
     expect(refused.isError).toBe(true);
     expect((refused.structuredContent as { error: { code: string; hint: string | null } }).error).toMatchObject({ code: 'BT011', hint: expect.any(String) });
-    const cli = await cliAs(a.agent.token, stack)('handoff', away.id, 'To someone away');
+    const cli = await cliAs(a.agent.token, stack)('handoff', away.id, 'To someone away', '--online-only');
     expect(cli.code).toBe(1);
     expect(cli.stderr).toContain('offline');
-    const queued = await use(a, 'handoff', { to: away.id, title: 'To someone away, queued', allow_offline: true });
-    expect(queued.task).toMatchObject({ status: 'pending', to_agent: away.id });
   });
 
   it('refuses, as a tool error with the code and a hint, to complete a task the agent does not hold', async () => {

@@ -128,7 +128,7 @@ export class BatonA2AHandler implements A2ARequestHandler {
       }
       const input = handoffOf(msg);
       return 'agent' in this.target
-        ? await this.client.handoff({ ...input, to: this.target.agent, allowOffline: true })
+        ? await this.client.handoff({ ...input, to: this.target.agent })
         : await this.client.broadcast({ ...input, requiredCapabilities: [this.target.capability] });
     } catch (err) {
       throw a2aError(err);

@@ -457,6 +457,12 @@ export class BatonClient {
     return unwrap(query.order('id'), AgentPresences);
   }
 
+  /** One agent as discovery sees it (online or not), or null if there is none by that id. */
+  async presence(agentId: string): Promise<AgentPresence | null> {
+    const [agent] = await unwrap(this.db.from('agent_presence').select('*').eq('id', agentId).limit(1), AgentPresences);
+    return agent ?? null;
+  }
+
   async getTask(taskId: string): Promise<Task> {
     return unwrapOne(this.db.from('task_handoffs').select('*').eq('id', parseInput(TaskId, taskId)).maybeSingle(), Task, {
       message: `no task ${taskId} that agent "${this.agentId}" can see`,

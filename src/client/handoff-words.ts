@@ -32,6 +32,22 @@ export interface HandoffWords {
   budget?: BudgetInput;
 }
 
+/**
+ * Handing work to an agent that is offline queues it, at every door: the database's default
+ * (`handoff_task`'s `p_allow_offline`), which no surface restates. A caller who wants a refusal instead
+ * (BT011) asks for it: `--online-only` on the CLI, `allow_offline: false` in MCP, `allowOffline: false`
+ * in the client. Bots that wake every few minutes are offline most of the time; their work waits.
+ */
+export const ONLINE_ONLY_HINT = 'refuse instead of queueing with --online-only (MCP: allow_offline false)';
+
+/** What a surface says of a task it queued for an agent that is offline now, or nothing if it is online. */
+export async function queuedNote(client: { presence(agentId: string): Promise<{ is_online: boolean } | null> }, task: { to_agent: string | null }): Promise<string | undefined> {
+  if (!task.to_agent) return undefined;
+  const agent = await client.presence(task.to_agent);
+  if (!agent || agent.is_online) return undefined;
+  return `${task.to_agent} is offline; the task waits until it comes back`;
+}
+
 /** The request these words make (the addressee, capabilities and the offline rule are the caller's). */
 export function handoffInput(words: HandoffWords): HandoffInput {
   return {

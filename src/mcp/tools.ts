@@ -5,7 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { broughtBackWith } from '../client/agent.js';
-import { handoffInput } from '../client/handoff-words.js';
+import { handoffInput, queuedNote } from '../client/handoff-words.js';
 import { BudgetInput, ExpectedOutput, finalStatuses, HandoffInput, JsonObject, openStatuses, TaskPriority, TaskStatus, type Task, type TaskResult } from '../schemas.js';
 import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
@@ -214,8 +214,10 @@ function handingWorkOn(agent: McpAgent): Tool[] {
     budget: args.budget,
   });
   const handoff = async ({ to, capabilities, allow_offline, ...args }: HandoffArgs & { to: string; capabilities?: string[]; allow_offline?: boolean }) => {
-    const task = await client.handoff({ ...(await requestOf(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline ?? false });
-    return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
+    // Queued for an agent that is offline unless the caller asks for a refusal: the database's default (handoff-words.ts).
+    const task = await client.handoff({ ...(await requestOf(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline });
+    const away = await queuedNote(client, task);
+    return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})${away ? `. ${away}.` : ''}`, { task: forModel(task) });
   };
   const broadcast = async ({ capabilities, ...args }: HandoffArgs & { capabilities: string[] }) => {
     const task = await client.broadcast({ ...(await requestOf(args)), requiredCapabilities: capabilities });
@@ -226,11 +228,11 @@ function handingWorkOn(agent: McpAgent): Tool[] {
       name: 'handoff',
       title: 'Hand a task to an agent',
       description: 'Hands a task to one agent by id (see discover). Returns the new task; you hear of its progress and result in your inbox. '
-      + 'Say what you expect back with expected_outputs. An agent that is offline is refused, as baton handoff refuses it: '
-      + 'set allow_offline to queue the task for when it returns.',
+      + 'Say what you expect back with expected_outputs. An agent that is offline gets the task when it comes back, as with baton handoff; '
+      + 'set allow_offline to false to be refused instead.',
       input: { to: z.string().min(1).describe('The receiving agent\'s id.'), ...handoffShape,
         capabilities: z.array(z.string()).optional().describe('Capabilities the receiver must hold.'),
-        allow_offline: z.boolean().optional().describe('Queue it even if the agent is offline (default false: refused with BT011).') },
+        allow_offline: z.boolean().optional().describe('Queue it if the agent is offline (default true; false: refused with BT011).') },
       run: handoff,
       task: madeTask(handoff),
     }),

@@ -80,7 +80,7 @@ Example:
   protocol.command('handoff <to_agent> <task> [priority]')
     .description('assign a task to one agent (queued even if it is offline)')
     .action((to: string, title: string, priority: string | undefined, _opts, command: Command) => run(command, async (client) => {
-      const task = await client.handoff({ to, title, priority: priorityOf(priority), allowOffline: true });
+      const task = await client.handoff({ to, title, priority: priorityOf(priority) });
       return `✅ Task handed off: ${task.id}`;
     }));
 

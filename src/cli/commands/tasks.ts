@@ -1,7 +1,7 @@
 /** Sending work and looking at it: handoff, broadcast, tasks, show. */
 import fs from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { handoffInput, type HandoffWords } from '../../client/handoff-words.js';
+import { handoffInput, ONLINE_ONLY_HINT, queuedNote, type HandoffWords } from '../../client/handoff-words.js';
 import type { BatchHandoff, ExpectedOutput, HandoffInput, JsonObject } from '../../schemas.js';
 import { openStatuses, type TaskStatus } from '../../statuses.js';
 import { agentClient, configOf, withBeat } from '../context.js';
@@ -20,6 +20,7 @@ interface TaskOptions {
   parent?: string;
   idempotencyKey?: string;
   allowOffline?: boolean;
+  onlineOnly?: boolean;
   expect?: ExpectedOutput[];
   expectOptional?: ExpectedOutput[];
   outputSchema?: Array<{ name: string; schema: JsonObject }>;
@@ -93,10 +94,12 @@ async function send(command: Command, to: string | null, title: string, opts: Ta
     budget: opts.budgetTokens || opts.budgetUsd || opts.onBudgetSpent ? { tokens: opts.budgetTokens, usd: opts.budgetUsd, onSpent: opts.onBudgetSpent } : undefined,
   };
   const task = await client.handoff({
-    ...handoffInput(words), to, requiredCapabilities: opts.capability, allowOffline: to === null ? true : Boolean(opts.allowOffline),
+    // Queued for an agent that is offline unless refused by asking: the database's default (handoff-words.ts).
+    ...handoffInput(words), to, requiredCapabilities: opts.capability, allowOffline: opts.onlineOnly ? false : undefined,
   });
   const waits = task.waiting_on > 0 ? `, waiting for ${task.waiting_on} task(s)` : task.run_at ? `, not before ${task.run_at}` : '';
-  emit(config, task, (t) => `${taskLine(to === null ? 'Broadcast' : 'Handed off', t)}${waits}`);
+  const away = config.json ? undefined : await queuedNote(client, task);
+  emit(config, task, (t) => `${taskLine(to === null ? 'Broadcast' : 'Handed off', t)}${waits}${away ? ` (${away}; ${ONLINE_ONLY_HINT})` : ''}`);
 }
 
 /** Hands off every line of a JSON Lines file, 1000 to a request; refused lines are listed, exit 1. */
@@ -134,7 +137,8 @@ async function sendMany(command: Command, file: string): Promise<void> {
 export function registerTasks(program: Command): void {
   withTaskOptions(program.command('handoff [to_agent] [title]'))
     .description('hand a task to one agent, or many tasks from a JSON Lines file')
-    .option('--allow-offline', 'queue it even if the agent is offline')
+    .option('--online-only', 'refuse it (BT011) if the agent is offline, instead of queueing it for when it comes back')
+    .option('--allow-offline', 'queue it even if the agent is offline: the default, kept for scripts that say it')
     .option('--from-file <file>', 'hand off every task in this JSON Lines file (- for stdin), 1000 per request; each line {"to", "title", "payload", ...} as the client\'s handoff takes it')
     .addHelpText('after', `
 Example:
