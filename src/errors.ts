@@ -97,27 +97,76 @@ export class UnreadableAnswerError extends BatonError {}
 
 type ErrorClass = new (context: ErrorContext) => BatonError;
 
-/** Baton's own codes, raised by the SQL functions and triggers (see the README's table). */
-export const batonErrorCodes = {
-  BT001: InvalidTransitionError,
-  BT002: NotFoundError,
-  BT003: ForbiddenError,
-  BT004: AlreadyClaimedError,
-  BT005: ValidationError,
-  BT006: UnauthorizedError,
-  BT007: StaleClaimError,
-  BT008: CapacityError,
-  BT009: ChainTooDeepError,
-  BT010: ConflictError,
-  BT011: AgentOfflineError,
-  BT012: MissingOutputsError,
-  BT013: QuotaError,
-  BT014: BackoffError,
-  BT015: DependencyError,
-  BT016: SupersededError,
-  BT017: BudgetError,
-  BT018: SpendCapError,
-} satisfies Record<string, ErrorClass>;
+/** What one of Baton's codes means to the code that meets it. */
+export interface BatonCode {
+  /** The class a refusal with this code is raised as, everywhere. */
+  error: ErrorClass;
+  /** The HTTP status a surface that speaks HTTP (the board) answers it with. */
+  http: 400 | 403 | 404 | 409 | 429;
+  /**
+   * Said of a claim's report (complete, fail, progress…): the claim is no longer the reporter's (the task
+   * moved on, went away, or another process holds it), so a daemon stops that run and reports nothing more.
+   */
+  fenced: boolean;
+  /** The same call may go through later, unchanged (a quota, a backoff, capacity): the hint says when. */
+  later: boolean;
+  /** What it means, as docs/security.md's table says it (test/codes.test.ts holds the two together). */
+  means: string;
+}
+
+const code = (error: ErrorClass, http: BatonCode['http'], means: string, { fenced = false, later = false } = {}): BatonCode =>
+  ({ error, http, fenced, later, means });
+
+/**
+ * Baton's own codes, raised by the SQL functions and triggers: the one list. test/codes.test.ts checks
+ * it against every code the schema raises and against docs/security.md's table.
+ */
+export const batonCodes = {
+  BT001: code(InvalidTransitionError, 409, 'the task\'s status does not allow this (the message names both states)', { fenced: true }),
+  BT002: code(NotFoundError, 404, 'no such task or agent, or not one the caller may see', { fenced: true }),
+  BT003: code(ForbiddenError, 403, 'visible, but the caller may not do this (not the sender, holder or addressee)', { fenced: true }),
+  BT004: code(AlreadyClaimedError, 409, 'another agent holds the task'),
+  BT005: code(ValidationError, 400, 'bad input: empty title, oversized payload, invalid capability, …'),
+  BT006: code(UnauthorizedError, 403, 'no agent identity, or a token revoked, expired or never issued'),
+  BT007: code(StaleClaimError, 409, 'the claim token is not the task\'s current claim, or the claim is another process\'s', { fenced: true }),
+  BT008: code(CapacityError, 409, 'the agent already holds `max_concurrent` tasks', { later: true }),
+  BT009: code(ChainTooDeepError, 409, 'the hand-off would exceed the chain depth limit'),
+  BT010: code(ConflictError, 409, 'already exists (e.g. an agent id)'),
+  BT011: code(AgentOfflineError, 409, 'the addressee is offline and the hand-off asked to be refused then (`--online-only`, `allow_offline: false`)'),
+  BT012: code(MissingOutputsError, 409, 'completing a task whose required expected outputs are not attached (the message lists them)'),
+  BT013: code(QuotaError, 429, 'the agent reached a quota (hand-offs, messages or artifacts per minute, open tasks); the hint says when to retry', { later: true }),
+  BT014: code(BackoffError, 409, 'the task is not claimable yet: scheduled for later (`run_at`), or backing off after a failed attempt; the hint says when', { later: true }),
+  BT015: code(DependencyError, 409, 'the task waits for tasks it depends on, or would depend on one that already failed (the hint names them)'),
+  BT016: code(SupersededError, 409, 'a heartbeat or claim from a process that a later process of the same agent superseded (`begin_incarnation`)'),
+  BT017: code(BudgetError, 409, 'the budget over the task\'s chain is spent: nothing under it is claimed or started (the hint names the task whose sender can raise it); or a budget asked for is more than is left above it ([budgets.md](budgets.md))'),
+  BT018: code(SpendCapError, 409, 'the agent reached its daily cap of spend, its own runs and those of the tasks it handed on (`agents.daily_token_cap`, `daily_usd_cap`): it claims nothing and hands nothing on until the next UTC midnight ([budgets.md](budgets.md))'),
+} satisfies Record<string, BatonCode>;
+export type BatonCodeName = keyof typeof batonCodes;
+
+/** The refusal for one of Baton's codes, raised in TypeScript as the database would raise it: its class is the code's. */
+export function refusalOf(code: BatonCodeName, context: Omit<ErrorContext, 'code'>): BatonError {
+  return new batonCodes[code].error({ code, ...context });
+}
+
+/**
+ * The HTTP status a refusal is answered with where a surface speaks HTTP: a Baton code's own (the
+ * table); a code of Postgres's or PostgREST's by the class it is read as.
+ */
+export function httpStatusOf(err: BatonError): number {
+  // The database answered with what this version does not read: the surface's upstream is at fault.
+  if (err instanceof UnreadableAnswerError) return 502;
+  const own = batonCode(err.code);
+  if (own) return own.http;
+  if (err instanceof NotFoundError) return 404;
+  if (err instanceof ValidationError) return 400;
+  if (err instanceof ForbiddenError || err instanceof UnauthorizedError) return 403;
+  return 409;
+}
+
+/** What Baton's code `code` means, or undefined for another code (Postgres's, PostgREST's, the client's own). */
+export function batonCode(code: string): BatonCode | undefined {
+  return Object.hasOwn(batonCodes, code) ? batonCodes[code as BatonCodeName] : undefined;
+}
 
 /** Codes from Postgres and PostgREST that reach Baton's callers. */
 const foreignErrorCodes: Record<string, ErrorClass> = {
@@ -200,6 +249,15 @@ export function isRetryable(err: unknown): err is ConnectionError | TransientErr
 }
 
 /**
+ * True for an error that is a fault in Baton's own code (a TypeError, a ReferenceError, a RangeError):
+ * not an answer from the database, nor the machine saying no (a file that is not there). A surface
+ * that turns errors into answers for its caller logs these as errors, with their stack, and says so.
+ */
+export function isFault(err: unknown): err is Error {
+  return err instanceof TypeError || err instanceof ReferenceError || err instanceof RangeError;
+}
+
+/**
  * The error for an answer that `issues` (zod's) say this client cannot read, naming the request
  * (e.g. rpc/handoff_task) and up to three of the fields at fault.
  */
@@ -262,7 +320,7 @@ export function toBatonError(
     });
   }
   const code = error.code;
-  const ErrorType: ErrorClass = (batonErrorCodes as Record<string, ErrorClass>)[code] ?? foreignErrorCodes[code]
+  const ErrorType: ErrorClass = batonCode(code)?.error ?? foreignErrorCodes[code]
     // A code of PostgREST's own that is not listed, answered with 502-504, still means "not there now".
     ?? (status && unavailableStatuses.has(status) ? ConnectionError : BatonError);
   return new ErrorType({

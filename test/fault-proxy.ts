@@ -33,6 +33,8 @@ export class FaultProxy {
   private readonly server: net.Server;
   /** How many connections it accepted, and chunks it dropped, for the run's report. */
   readonly counts = { connections: 0, dropped: 0, resets: 0 };
+  /** Requests seen on their way up whose request line matches one of these, counted by name. */
+  private readonly watched = new Map<string, { pattern: RegExp; seen: number }>();
 
   constructor(private readonly target: { host: string; port: number }, private readonly random: () => number = Math.random) {
     this.server = net.createServer((client) => this.accept(client));
@@ -41,6 +43,16 @@ export class FaultProxy {
   async listen(): Promise<number> {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Counts from now on the requests whose request line ("GET /rest/v1/… HTTP/1.1") matches `pattern`. */
+  watch(name: string, pattern: RegExp): void {
+    this.watched.set(name, { pattern, seen: 0 });
+  }
+
+  /** How many requests matched the pattern watched as `name`. */
+  seen(name: string): number {
+    return this.watched.get(name)?.seen ?? 0;
   }
 
   get current(): FaultMode {
@@ -88,6 +100,10 @@ export class FaultProxy {
 
   private forward(pipe: Pipe, way: 'up' | 'down', chunk: Buffer): void {
     const to = way === 'up' ? pipe.upstream : pipe.client;
+    if (way === 'up' && this.watched.size) {
+      const text = chunk.toString('latin1');
+      for (const line of text.match(/^[A-Z]+ \S+ HTTP\/1\.1$/gm) ?? []) for (const w of this.watched.values()) if (w.pattern.test(line)) w.seen += 1;
+    }
     if (pipe.dead) { this.counts.dropped += 1; return; }
     switch (this.mode) {
       case 'pass':

@@ -4,17 +4,17 @@
  * history, woken by Realtime push on the caller's topic. A stream that is resumed with the last event
  * it saw (Last-Event-ID, or metadata.after_event) gets every event after it from the history first.
  */
-import { Role, TaskState, type AgentCard, type CancelTaskRequest, type GetTaskRequest, type ListTasksRequest, type ListTasksResponse,
+import { Role, type AgentCard, type CancelTaskRequest, type GetTaskRequest, type ListTasksRequest, type ListTasksResponse,
   type Message as A2AMessage, type SendMessageRequest, type StreamResponse, type SubscribeToTaskRequest, type Task as A2ATask } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, PushNotificationNotSupportedError,
   ExtendedAgentCardNotConfiguredError, A2AError } from '@a2a-js/sdk/errors';
 import { STATE_HEADERS_KEY, type A2ARequestHandler, type RequestHeaders, type ServerCallContext } from '@a2a-js/sdk/server';
 import { PushListener } from '../agent/push.js';
 import type { BatonClient } from '../client/agent.js';
-import { BatonError, NotFoundError, toBatonError, ValidationError } from '../errors.js';
+import { BatonError, InvalidTransitionError, NotFoundError, toBatonError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { finalStatuses, TaskId, type Task, type TaskEvent } from '../schemas.js';
-import { artifactOf, BadMessage, UnreadableContent, contextOf, handoffOf, message, statusesOf, statusOf, taskOf, textOf, textPart } from './mapping.js';
+import { artifactOf, BadMessage, UnreadableContent, contextOf, handoffOf, message, statusesOf, a2aStatusOf, taskOf, textOf, textPart } from './mapping.js';
 
 export type Target = { agent: string } | { capability: string };
 
@@ -69,10 +69,11 @@ export class BatonA2AHandler implements A2ARequestHandler {
 
   async cancelTask(params: CancelTaskRequest): Promise<A2ATask> {
     const task = await this.own(params.id);
-    if (finalStatuses.includes(task.status)) throw new TaskNotCancelableError({ message: `task ${task.id} is ${task.status}; a final task cannot be cancelled`, metadata: { bt_code: 'BT001' } });
     try {
       return this.a2aTask(await this.client.cancel(task.id, 'cancelled over A2A'));
     } catch (err) {
+      // The database judges whether the task may still be cancelled; its "not from this status" is A2A's not-cancelable.
+      if (err instanceof InvalidTransitionError) throw new TaskNotCancelableError({ message: err.message, metadata: { bt_code: err.code, ...(err.hint ? { hint: err.hint } : {}) } });
       throw a2aError(err);
     }
   }
@@ -239,7 +240,7 @@ export class BatonA2AHandler implements A2ARequestHandler {
   }
 
   private statusUpdate(task: Task, event?: TaskEvent): StreamResponse {
-    const status = event ? { ...statusOf({ ...task, status: event.to_status, status_reason: event.note ?? (event.to_status === task.status ? task.status_reason : null) }, event) } : statusOf(task);
+    const status = event ? { ...a2aStatusOf({ ...task, status: event.to_status, status_reason: event.note ?? (event.to_status === task.status ? task.status_reason : null) }, event) } : a2aStatusOf(task);
     if (event?.note && event.to_status !== 'completed') {
       status.message = message(Role.ROLE_AGENT, [textPart(event.note)], { messageId: `${task.id}:event:${event.id}`, taskId: task.id, contextId: contextOf(task) });
     }

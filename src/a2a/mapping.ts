@@ -43,7 +43,7 @@ function statusText(task: Task): string | null {
   return task.status_reason;
 }
 
-export function statusOf(task: Task, event?: Pick<TaskEvent, 'id' | 'at'>): NonNullable<A2ATask['status']> {
+export function a2aStatusOf(task: Task, event?: Pick<TaskEvent, 'id' | 'at'>): NonNullable<A2ATask['status']> {
   const text = statusText(task);
   const ids = { messageId: `${task.id}:status:${event?.id ?? task.updated_at}`, taskId: task.id, contextId: contextOf(task) };
   return {
@@ -112,7 +112,7 @@ export function taskOf(task: Task, artifacts: ResolvedArtifact[], messages: Mess
   return {
     id: task.id,
     contextId: contextOf(task),
-    status: statusOf(task),
+    status: a2aStatusOf(task),
     artifacts: [...artifacts.map((a) => artifactOf(task.id, a)), ...(result ? [result] : [])],
     history: historyLength === undefined ? history : historyLength === 0 ? [] : history.slice(-historyLength),
     metadata: { baton: { status: task.status, from_agent: task.from_agent, to_agent: task.to_agent, claimed_by: task.claimed_by, attempts: task.attempts } },

@@ -22,7 +22,8 @@ import { OutcomeBatcher } from './outcomes.js';
 import { agentTopics, listenForWork, type PushListener } from './push.js';
 import { ClaimUnconfirmedError, executorEnv, TaskRunner } from './runner.js';
 import { intervalSeconds } from '../durations.js';
-import { checkClaims, deliverResults, Upkeep } from './upkeep.js';
+import { deliverResults } from './results.js';
+import { checkClaims, Upkeep } from './upkeep.js';
 import { onRequestError } from '../client/http.js';
 import { DaemonMetrics } from '../telemetry/metrics.js';
 import { untraced } from '../telemetry/tracing.js';
@@ -116,11 +117,12 @@ export class BatonAgent {
       claimed: (request, wanted) => void this.track(request.then((tasks) => {
         if (tasks.length) this.log.debug({ tasks: tasks.length, wanted }, 'claimed along with a report');
         return tasks;
-      }), wanted).catch(() => undefined),
+      }), wanted).catch((err: unknown) => this.outage.failed(err, 'a claim made with a report failed')),
     });
     this.runner = new TaskRunner({
       client: this.client, agentId: this.id, executors: options.executors ?? {}, reporter: this.reporter, log: this.log,
       env: executorEnv(options), peers: () => this.upkeep.peers, stopping: () => this.stopping, metrics: () => this.metrics,
+      pushUp: () => Boolean(this.push?.up),
       waiting: (taskId, waiting) => {
         const run = this.running.get(taskId);
         if (!run) return;
@@ -451,8 +453,10 @@ export class BatonAgent {
 
   /** Joins its topics (its own, its capabilities', open work's); what arrives only rings the bell. */
   private listen(): void {
-    this.push = listenForWork(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), this.bell, this.log,
-      (incarnation, startedAt) => this.upkeep.heardIncarnation(incarnation, startedAt));
+    this.push = listenForWork(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), this.bell, this.log, {
+      began: (incarnation, startedAt) => this.upkeep.heardIncarnation(incarnation, startedAt),
+      news: (tasks) => this.runner.heard(tasks.map((t) => t.id)),
+    });
   }
 
   /**

@@ -4,7 +4,6 @@
  * else the "*" executor.
  */
 import { spawn } from 'node:child_process';
-import type { Logger } from 'pino';
 import type { Task, TaskResult } from '../schemas.js';
 
 export {

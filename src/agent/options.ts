@@ -20,7 +20,10 @@ export const agentDefaults = Object.freeze({
   poll: '*/5 * * * * *',
   heartbeat: '*/30 * * * * *',
   graceSeconds: 30,
+  /** How often a run waiting for its answer looks for it while push is down (seconds). */
   askPollSeconds: 1,
+  /** While push is up, an answer wakes its run at once; it still looks this often, as a safety net (seconds). */
+  askSafetySeconds: 30,
   /** About how often each daemon runs the sweep (jittered); the database runs one at a time. */
   sweepSeconds: 5,
   /** How many tasks one `agent tick` runs at most, claiming again as slots free. */

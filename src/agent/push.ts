@@ -117,7 +117,8 @@ export class PushListener {
  * retry's backoff is due), results to deliver, and both when every channel is joined again. A process
  * beginning as the agent is told to `began`.
  */
-export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger, began?: PushHandlers['began']): PushListener {
+export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger,
+  also: { began?: PushHandlers['began']; news?: PushHandlers['news'] } = {}): PushListener {
   const push = new PushListener(client.db, topics, {
     work: (tasks) => {
       bell.ring('work');
@@ -125,11 +126,12 @@ export function listenForWork(client: BatonClient, topics: string[], bell: Bell,
       if (Number.isFinite(due) && due > Date.now()) bell.ringAt('work', due + 50);
     },
     news: (tasks) => {
+      also.news?.(tasks);
       // A final status brings a result, input_required a question.
       if (tasks.some((t) => t.status === 'input_required' || finalStatuses.includes(t.status as TaskStatus))) bell.ring('results');
     },
     up: () => { bell.ring('work'); bell.ring('results'); },
-    began,
+    began: also.began,
   }, log);
   push.start();
   return push;

@@ -8,8 +8,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { BatonClient, Outcome } from '../client/agent.js';
 import type { ResolvedArtifact } from '../client/artifacts.js';
-import { BatonError, isRetryable, MissingOutputsError, OutputSchemaError } from '../errors.js';
+import { BatonError, batonCode, isRetryable, MissingOutputsError, OutputSchemaError } from '../errors.js';
 import type { AgentPresence, Task, TaskBudget, TaskResult, TaskStatus } from '../schemas.js';
+import { finalStatuses } from '../statuses.js';
 import { budgetAmounts } from '../text/words.js';
 import {
   BudgetSpentError, builtInJoin, JOIN_TASK_TYPE, RetryableError, runExecutor, UnavailableError, selectExecutor, toResult, type BudgetLeft, type ExecutorContext, type Executors,
@@ -30,8 +31,6 @@ type OutcomeOf = { result: TaskResult } | { error: string; retry: boolean; probl
  */
 export class ClaimUnconfirmedError extends Error {}
 
-/** Refusals that mean the claim is no longer this agent's: the outcome is dropped, not retried. */
-const fenced = new Set(['BT001', 'BT002', 'BT003', 'BT007']);
 /** The longest wait between two tries at reporting an outcome while the API or database is away. */
 const maxReportRetryMs = 5_000;
 
@@ -53,10 +52,20 @@ export interface RunnerDeps {
   executorAway(away: boolean, why?: string): void;
   /** The daemon's one account of an API that is away: a line when it goes, a line when it is back. */
   outage: Pick<OutageLog, 'failed' | 'ok'>;
+  /** Whether push is up (every channel joined): news of a task then comes by itself (`heard`). */
+  pushUp(): boolean;
 }
 
 export class TaskRunner {
+  /** The runs waiting for an answer, each woken when news of its task arrives. */
+  private readonly answerWaits = new Map<string, () => void>();
+
   constructor(private readonly deps: RunnerDeps) {}
+
+  /** News of these tasks arrived by push (an answer moves its task on): their waiting runs look now. */
+  heard(taskIds: readonly string[]): void {
+    for (const id of taskIds) this.answerWaits.get(id)?.();
+  }
 
   /** Runs `task` to its reported outcome; `reported` is called once the outcome is on its way. */
   run(task: Task, signal: AbortSignal, reported: () => void): Promise<void> {
@@ -159,7 +168,7 @@ export class TaskRunner {
   private async report(call: () => Promise<Task | TaskStatus>, log: Logger, started: number, what: string, err?: unknown, why?: string, task?: Task): Promise<void> {
     const tries = { count: 0 };
     try {
-      const done = await this.persist(call, log, what, tries);
+      const done = await this.untilRecorded(call, log, what, tries);
       const status = typeof done === 'string' ? done : done.status;
       const reason = why ?? (err instanceof Error ? err.message : err === undefined ? undefined : String(err));
       const line = { ms: Date.now() - started, status, ...(reason ? { reason } : {}), ...(err ? { err } : {}) };
@@ -168,7 +177,8 @@ export class TaskRunner {
     } catch (refusal) {
       // Completion refused for a missing required output: run() treats it as refused outputs.
       if (refusal instanceof MissingOutputsError) throw refusal;
-      if (refusal instanceof BatonError && fenced.has(refusal.code)) {
+      // A refusal that says the claim is no longer this agent's (errors.ts, `fenced`): dropped, not retried.
+      if (refusal instanceof BatonError && batonCode(refusal.code)?.fenced) {
         // Tried again after an answer that never came: the first try may be what ended the claim.
         if (tries.count > 1 && task && await this.recordedEarlier(task)) {
           log.info({ ms: Date.now() - started, tries: tries.count }, `${what}: recorded by an earlier try, whose answer was lost`);
@@ -188,7 +198,7 @@ export class TaskRunner {
    * while the database is away; once it is back, the answer is the outcome recorded, or a fenced
    * refusal (the claim lapsed meanwhile), which report() logs and drops. Only a stopped agent gives up.
    */
-  private async persist<T>(call: () => Promise<T>, log: Logger, what: string, tries = { count: 0 }): Promise<T> {
+  private async untilRecorded<T>(call: () => Promise<T>, log: Logger, what: string, tries = { count: 0 }): Promise<T> {
     for (let attempt = 0; ; attempt += 1) {
       try {
         tries.count += 1;
@@ -212,7 +222,7 @@ export class TaskRunner {
     const events = await this.deps.client.events(task.id).catch(() => []);
     const ended = events
       .filter((e) => Date.parse(e.at) >= since && (e.from_status === 'in_progress' || e.from_status === 'claimed')
-        && ['pending', 'completed', 'failed', 'rejected', 'cancelled'].includes(e.to_status ?? ''))
+        && (e.to_status === 'pending' || finalStatuses.includes(e.to_status as TaskStatus)))
       .sort((a, b) => Date.parse(a.at) - Date.parse(b.at))[0];
     return ended?.actor === this.deps.agentId;
   }
@@ -265,12 +275,12 @@ export class TaskRunner {
       ask: (question) => this.ask(task, question, signal, log, handedOver, goOn),
       answered: () => this.answered(task, signal, log, handedOver, goOn),
       usage: async (usage, { ended = false } = {}) => {
-        await this.persist(() => client.recordUsage(task.id, task.claim_token, usage), log, 'usage recorded');
+        await this.untilRecorded(() => client.recordUsage(task.id, task.claim_token, usage), log, 'usage recorded');
         this.deps.metrics()?.spent(usage);
         log.info({ model: usage.model, input: usage.inputTokens, output: usage.outputTokens, cached: usage.cachedTokens, costUsd: usage.costUsd, sessionId: usage.sessionId }, 'spent');
         if (!budget || !left) return;
         // What is left now, as the database counted it: spent, the run stops here.
-        const now = await this.persist(() => client.budget(task.id), log, 'budget read');
+        const now = await this.untilRecorded(() => client.budget(task.id), log, 'budget read');
         Object.assign(left, budgetLeft(now));
         const spent = now?.budgets.find((b) => b.spent_at);
         if (now?.spent && spent && !budget.signal.aborted) {
@@ -327,6 +337,18 @@ export class TaskRunner {
   }
 
   /**
+   * Until a run waiting for its answer looks again: `news` of its task by push (the answer moved it
+   * on), or, as a safety net, every askSafetySeconds while push is up and every askPollSeconds
+   * while it is not.
+   */
+  private async nextLook(news: Promise<void>, signal: AbortSignal): Promise<void> {
+    const seconds = this.deps.pushUp() ? agentDefaults.askSafetySeconds : agentDefaults.askPollSeconds;
+    const timer = new AbortController();
+    await Promise.race([news, sleep(seconds * 1000, undefined, { signal: AbortSignal.any([signal, timer.signal]) }).catch(() => undefined)]);
+    timer.abort();
+  }
+
+  /**
    * Waits for the answer to the question `askedId`; the task's slot is free meanwhile. An API or
    * database away while it waits (a restart, an upgrade, a cut network) is waited out: the question is
    * the database's, and the answer will be there when it is back, for this same run.
@@ -336,6 +358,8 @@ export class TaskRunner {
     this.deps.waiting(taskId, true);
     try {
       while (!signal.aborted) {
+        // Listened for before looking, so that news arriving while the look is under way is not missed.
+        const news = new Promise<void>((resolve) => this.answerWaits.set(taskId, resolve));
         const answer = await client.messages({ taskId, kind: 'answer', limit: 1 }).then(([a]) => {
           outage.ok();
           return a;
@@ -347,10 +371,11 @@ export class TaskRunner {
           const body = answer.body as { text?: unknown };
           return typeof body.text === 'string' ? body.text : JSON.stringify(answer.body);
         }
-        await sleep(agentDefaults.askPollSeconds * 1000, undefined, { signal }).catch(() => undefined);
+        await this.nextLook(news, signal);
       }
       throw signal.reason ?? new Error('aborted while waiting for an answer');
     } finally {
+      this.answerWaits.delete(taskId);
       this.deps.waiting(taskId, false);
     }
   }

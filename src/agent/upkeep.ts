@@ -1,6 +1,7 @@
 /**
  * What keeps a daemon known and the fleet's work moving, apart from its own tasks: the incarnation it
- * runs as, heartbeats, its view of its peers, and its turn at the sweep.
+ * runs as, heartbeats, its view of its peers, and its turn at the sweep; and the check that keeps the
+ * claims of its running tasks current. (Delivering the sender's results and questions: results.ts.)
  */
 import type { Logger } from 'pino';
 import type { BatonClient } from '../client/agent.js';
@@ -129,32 +130,6 @@ export class Upkeep {
     const sweepers = 1 + this.peers.filter((p) => (intervalSeconds(p.poll_interval) ?? Infinity) <= sweeperRhythmSeconds).length;
     return agentDefaults.sweepSeconds * 1000 * sweepers * (0.5 + Math.random());
   }
-}
-
-/**
- * Runs `onResult` once for each result message of a task this agent sent, and `onQuestion` once for
- * each question asked on one, oldest first; each message is marked read once its handler succeeded.
- * Says how many handlers failed (their messages stay unread, for the next delivery).
- */
-export async function deliverResults(client: BatonClient, handlers: Pick<AgentOptions, 'onResult' | 'onQuestion'>, log: Logger): Promise<number> {
-  let failed = 0;
-  for (const kind of ['question', 'result'] as const) {
-    const handler = kind === 'result' ? handlers.onResult : handlers.onQuestion;
-    if (!handler) continue;
-    const messages = await client.messages({ unread: true, kind, limit: 100 });
-    for (const message of messages.reverse()) {
-      if (!message.task_id) continue;
-      try {
-        await handler(await client.getTask(message.task_id), message);
-      } catch (err) {
-        log.error({ err, taskId: message.task_id }, `${kind === 'result' ? 'onResult' : 'onQuestion'} failed; it will run again`);
-        failed += 1;
-        continue;
-      }
-      await client.markRead([message.id]);
-    }
-  }
-  return failed;
 }
 
 /** Stops work whose claim is no longer the agent's (cancelled, re-queued, reassigned); renews the rest. */

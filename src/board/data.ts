@@ -11,7 +11,7 @@ import type { BatonClient } from '../client/agent.js';
 import type { BatonDb } from '../client/connection.js';
 import { fromHex } from '../client/artifacts.js';
 import { parseInput, unwrap, unwrapOne } from '../client/connection.js';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { refusalOf } from '../errors.js';
 import { AgentPresence, DeadLetter, Message, RecurringHandoff, ChainUsage, SpendRow, Task, TaskBudget, TaskEvent, TaskRun, TaskStatus } from '../schemas.js';
 
 export type BoardIdentity =
@@ -60,7 +60,7 @@ const quoted = (value: string) => `"${value.replaceAll('\\', '\\\\').replaceAll(
 
 /** An id that is not one (short, mistyped) names no task: not found, as for any other. */
 function mustBeTaskId(id: string, message: string): void {
-  if (!z.uuid().safeParse(id).success) throw new NotFoundError({ code: 'BT002', message, hint: 'Task ids are UUIDs; copy the whole id from the list.' });
+  if (!z.uuid().safeParse(id).success) throw refusalOf('BT002', { message, hint: 'Task ids are UUIDs; copy the whole id from the list.' });
 }
 
 export class BoardData {
@@ -194,7 +194,7 @@ export class BoardData {
       case 'pause':
       case 'resume': {
         const changed = await setScheduleEnabled(this.db, a.schedule, a.action === 'resume');
-        if (!changed) throw new ValidationError({ code: 'BT002', message: `no schedule named "${a.schedule}"`, hint: 'The schedules page lists them.' });
+        if (!changed) throw refusalOf('BT002', { message: `no schedule named "${a.schedule}"`, hint: 'The schedules page lists them.' });
         return changed;
       }
       case 'remove':

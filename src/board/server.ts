@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { BatonError, ForbiddenError, NotFoundError, UnreadableAnswerError, ValidationError } from '../errors.js';
+import { BatonError, httpStatusOf } from '../errors.js';
 import { packageRoot } from '../stack/paths.js';
 import type { Logger } from '../logger.js';
 import { BoardData, type BoardAction } from './data.js';
@@ -187,7 +187,7 @@ class BoardServer {
 
   /** A request that failed: its refusal as JSON, with the status that says whose the fault is. */
   private failed(req: http.IncomingMessage, res: http.ServerResponse, err: unknown): void {
-    const status = err instanceof HttpError ? err.status : err instanceof BatonError ? statusOf(err) : err instanceof Error && err.name === 'ZodError' ? 400 : 500;
+    const status = err instanceof HttpError ? err.status : err instanceof BatonError ? httpStatusOf(err) : err instanceof Error && err.name === 'ZodError' ? 400 : 500;
     const payload = err instanceof HttpError ? { code: err.code, message: err.message, hint: err.hint ?? null }
       : err instanceof BatonError ? { code: err.code, message: err.message, hint: err.hint }
         : err instanceof Error && err.name === 'ZodError' ? { code: 'BAD_REQUEST', message: err.message, hint: 'Check the values sent.' }
@@ -234,15 +234,3 @@ function pathParts(route: string, pathname: string): string[] {
   });
 }
 
-/** The HTTP status a refusal from the database is shown with. */
-function statusOf(err: BatonError): number {
-  // The database answered with what this version does not read: the board's upstream is at fault.
-  if (err instanceof UnreadableAnswerError) return 502;
-  // By class and code, never by the class's name, which the bundled CLI's minifier renames.
-  if (err instanceof NotFoundError || err.code === 'BT002') return 404;
-  if (err instanceof ValidationError && err.code === 'BT005') return 400;
-  // BT006 is the database refusing the board's identity this call (the operator where an agent must act,
-  // say): a refusal, not a request to sign in to the board again.
-  if (err instanceof ForbiddenError || err.code === '42501' || err.code === 'BT003' || err.code === 'BT006') return 403;
-  return 409;
-}

@@ -1,5 +1,6 @@
 /** The live board `baton watch` draws: tasks by status, agents online with what they hold, last events. */
 import type { AgentPresence, Task } from '../schemas.js';
+import { finalStatuses } from '../statuses.js';
 import { ago, paint, safeText } from '../text/format.js';
 import { shortId } from '../text/render.js';
 
@@ -23,7 +24,7 @@ const columns: Array<[title: string, statuses: string[]]> = [
   ['claimed', ['claimed']],
   ['in progress', ['in_progress']],
   ['waiting for input', ['input_required']],
-  ['done recently', ['completed', 'failed', 'rejected', 'cancelled']],
+  ['done recently', [...finalStatuses]],
 ];
 
 const fit = (text: string, width: number) => (text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text.padEnd(width));

@@ -2,7 +2,7 @@
 import type { Json } from '../database.types.js';
 import type { BatonDb } from './connection.js';
 import { z } from 'zod';
-import { UnauthorizedError } from '../errors.js';
+import { refusalOf } from '../errors.js';
 import { Agent, DeadLetter, HandoffInput, QueueRow, RecurringHandoff, SweepReport, Task } from '../schemas.js';
 import { lazy } from '../on-demand.js';
 import { mintAgentToken, type SigningKey, type TokenSigner } from '../tokens.js';
@@ -181,9 +181,8 @@ export class AdminClient {
 
   private secret(): TokenSigner {
     if (!this.signer) {
-      throw new UnauthorizedError({
-        code: 'BT006',
-        message: 'signing agent tokens needs the project\'s signing key (or its legacy JWT secret)',
+      throw refusalOf('BT006', {
+                message: 'signing agent tokens needs the project\'s signing key (or its legacy JWT secret)',
         hint: 'Set BATON_SIGNING_KEY to the private JWK imported into the project (baton keys generate), or SUPABASE_JWT_SECRET on a legacy project; baton stack env prints both for the local stack.',
       });
     }

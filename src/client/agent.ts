@@ -3,7 +3,7 @@ import type { Database, Json } from '../database.types.js';
 import type { BatonDb } from './connection.js';
 import { decodeJwt } from 'jose';
 import { z } from 'zod';
-import { AmbiguousIdError, NotFoundError, toBatonError, UnauthorizedError, ValidationError, type BatonError } from '../errors.js';
+import { AmbiguousIdError, type BatonError, refusalOf, toBatonError, ValidationError } from '../errors.js';
 import {
   Agent, AgentPresence, AgentProfile, Artifact, BatchHandoff, BatchOutcome, ClaimCheck, LineageRow, ClaimNextOptions, SweepReport, MessageKind, ClaimOptions, HandoffInput, Message, MessageInput, Task, TaskEvent,
   FanOutJoin, Incarnation, TaskId, TaskResult, TaskStatus, RunUsage, TaskRun, ChainUsage, Budget, BudgetInput, TaskBudget, SpendRow,
@@ -436,7 +436,7 @@ export class BatonClient {
       TaskSummaries,
     );
     if (matches.length === 0) {
-      throw new NotFoundError({ code: 'BT002', message: `no task starting with ${prefix} that agent "${this.agentId}" can see`, hint: 'Check the id: baton tasks --all lists the tasks you can see.' });
+      throw refusalOf('BT002', { message: `no task starting with ${prefix} that agent "${this.agentId}" can see`, hint: 'Check the id: baton tasks --all lists the tasks you can see.' });
     }
     if (matches.length > 1) {
       throw new AmbiguousIdError({
@@ -481,7 +481,7 @@ export class BatonClient {
     // The inbox is an RPC: it reads the open tasks from the front of their indexes, where this OR of
     // two columns would be a bitmap scan that revisits every task finished since the last vacuum.
     if (box === 'mine') {
-      if (offset) throw new ValidationError({ code: 'BT005', message: 'the mine box is read from the front: it takes no offset', hint: 'Page with status, or list the sent or all box.' });
+      if (offset) throw refusalOf('BT005', { message: 'the mine box is read from the front: it takes no offset', hint: 'Page with status, or list the sent or all box.' });
       return unwrap(this.db.rpc('my_tasks', { p_statuses: status?.length ? status : TaskStatus.options, p_limit: limit }), Tasks);
     }
     const me = this.agentId;
@@ -652,16 +652,14 @@ function agentIdOf(token: string): string {
   try {
     claims = decodeJwt(token);
   } catch {
-    throw new UnauthorizedError({
-      code: 'BT006',
-      message: 'the agent token is not a JWT',
+    throw refusalOf('BT006', {
+            message: 'the agent token is not a JWT',
       hint: 'Set BATON_AGENT_TOKEN to the token printed by baton agent create.',
     });
   }
   if (typeof claims.agent_id !== 'string') {
-    throw new UnauthorizedError({
-      code: 'BT006',
-      message: 'the token carries no agent_id claim: it is not an agent token',
+    throw refusalOf('BT006', {
+            message: 'the token carries no agent_id claim: it is not an agent token',
       hint: 'Use the token printed by baton agent create, not the anon or service-role key.',
     });
   }

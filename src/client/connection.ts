@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import type { z } from 'zod';
 import type { Database, Json } from '../database.types.js';
-import { NotFoundError, toBatonError, unreadableAnswer, ValidationError } from '../errors.js';
+import { refusalOf, toBatonError, unreadableAnswer } from '../errors.js';
 import { batonFetch, headersOf } from './http.js';
 
 /** A supabase-js client typed with the schema (src/database.types.ts, generated from the migrations). */
@@ -106,9 +106,8 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.in
     const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
     return `${where}${issue.message}`;
   });
-  throw new ValidationError({
-    code: 'BT005',
-    message: `invalid input: ${problems.join('; ')}`,
+  throw refusalOf('BT005', {
+        message: `invalid input: ${problems.join('; ')}`,
     hint: 'Fix the fields named above and try again.',
   });
 }
@@ -119,6 +118,6 @@ export async function unwrapOne<S extends z.ZodType>(
 ): Promise<z.infer<S>> {
   const { data, error, status } = await call;
   if (error) throw toBatonError(error, { status, url: requestOrigin(call) });
-  if (data === null) throw new NotFoundError({ code: 'BT002', ...missing });
+  if (data === null) throw refusalOf('BT002', { ...missing });
   return readAnswer(call, schema, data);
 }

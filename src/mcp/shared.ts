@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { noClaim, type BatonClient } from '../client/agent.js';
-import { BatonError } from '../errors.js';
+import { BatonError, isFault } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Task } from '../schemas.js';
 import { shortId } from '../text/render.js';
@@ -32,9 +32,21 @@ export function ok(text: string, structured: Record<string, unknown>): CallToolR
 export function refusal(err: unknown): CallToolResult {
   const error = err instanceof BatonError
     ? { code: err.code, message: err.message, hint: err.hint }
-    : { code: 'ERROR', message: (err as Error).message ?? String(err), hint: null };
+    : isFault(err)
+      ? { code: 'FAULT', message: `a fault in baton mcp (${err.name}: ${err.message})`, hint: 'Not your input: the server logged it with its stack. Report it with that log at Baton\'s issue tracker.' }
+      : { code: 'ERROR', message: (err as Error).message ?? String(err), hint: null };
   const text = `${error.code}: ${error.message}${error.hint ? `\nHint: ${error.hint}` : ''}`;
   return { isError: true, content: [{ type: 'text', text }], structuredContent: { error } };
+}
+
+/**
+ * Logs what a tool call ended with, as what it is: Baton's refusals are answers (debug), a fault in
+ * Baton's code is an error with its stack, anything else (the machine saying no) a warning.
+ */
+export function logRefusal(log: Logger, err: unknown, fields: Record<string, unknown>): void {
+  if (err instanceof BatonError) log.debug({ err, ...fields }, 'tool refused');
+  else if (isFault(err)) log.error({ err, ...fields }, 'a fault in Baton\'s code ended a tool call');
+  else log.warn({ err, ...fields }, 'tool failed');
 }
 
 /** The artifact forms a model can give: inline text, base64 bytes, or a file on the server's machine. */

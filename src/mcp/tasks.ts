@@ -22,7 +22,7 @@ import { InMemoryTaskMessageQueue } from '@modelcontextprotocol/sdk/experimental
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ValidationError } from '../errors.js';
+import { refusalOf } from '../errors.js';
 import type { Task } from '../schemas.js';
 import { messageText } from '../text/render.js';
 import { forModel, isTextual, taskLine, type McpAgent } from './shared.js';
@@ -248,9 +248,8 @@ export class WakingMessageQueue extends InMemoryTaskMessageQueue {
 /** Refuses to follow, as an MCP task, a task the agent did not send: it is not the agent's MCP task. */
 export function ownTask(agent: McpAgent, task: Task): string {
   if (task.from_agent === agent.client.agentId) return task.id;
-  throw new ValidationError({
-    code: 'BT005',
-    message: `task ${task.id} was sent by "${task.from_agent}": only the tasks this agent sent are its MCP tasks`,
+  throw refusalOf('BT005', {
+        message: `task ${task.id} was sent by "${task.from_agent}": only the tasks this agent sent are its MCP tasks`,
     hint: 'call wait_for without "task" (it waits up to timeout_seconds), or follow the task from its sender\'s host',
   });
 }

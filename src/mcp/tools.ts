@@ -10,7 +10,7 @@ import { BudgetInput, ExpectedOutput, finalStatuses, HandoffInput, JsonObject, o
 import { contextOfTask } from '../telemetry/tracing.js';
 import { lineageTree, messageText, shortId } from '../text/render.js';
 import { ownTask, resultOf, TASK_POLL_MS } from './tasks.js';
-import { ArtifactGiven, forModel, isTextual, ok, readGiven, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
+import { ArtifactGiven, forModel, isTextual, ok, readGiven, logRefusal, reason, refusal, taskLine, taskRef, type McpAgent } from './shared.js';
 import { refusedTask } from './task-calls.js';
 
 /** One MCP tool: its name, what it says, its input schema, and its call. */
@@ -69,7 +69,7 @@ export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<s
       try {
         return await tool.run(args);
       } catch (err) {
-        agent.log.debug({ err, tool: tool.name }, 'tool refused');
+        logRefusal(agent.log, err, { tool: tool.name });
         return refusal(err);
       }
     });
@@ -86,6 +86,7 @@ export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<s
           id = await task(args);
         } catch (err) {
           // The call answers with Baton's refusal (guardTaskCalls), not the SDK's complaint about its answer.
+          logRefusal(agent.log, err, { tool: tool.name, asTask: true });
           const refused = refusal(err);
           const text = refused.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
           refusedTask(extra.requestId, { text, error: (refused.structuredContent as { error: { code: string; message: string; hint: string | null } }).error });

@@ -1,7 +1,7 @@
 /**
  * What Claude Code, Codex and Gemini CLI have in common as Baton's workers: each task runs the real CLI
- * non-interactively in a working folder of its own, with a private home (the CLI's settings, sessions
- * and Baton's MCP registration) and the `baton` command on its PATH acting as the agent. The agent asks
+ * non-interactively in a working folder of its own, with a private home (the CLI's settings and
+ * sessions) and the `baton` command on its PATH acting as the agent. The agent asks
  * the sender with `baton ask` and ends its turn; the run ends and frees its slot; the answer resumes the
  * same session. Every run's usage is recorded with the attempt. Each CLI's file says only how to call it
  * and how to read what it prints (CodingCli).
@@ -16,7 +16,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { RetryableError, UnavailableError, type AgentRuntime, type BudgetLeft, type ExecutorContext, type Handler, type RuntimeSetting } from '../contract.js';
+import { RetryableError, UnavailableError, type AgentRuntime, type BudgetLeft, type ExecutorContext, type RuntimeSetting } from '../contract.js';
 import { guessMediaType } from '../client/artifacts.js';
 import { ConfigError, passedEnvironment } from '../config.js';
 import type { RunUsage, Task } from '../schemas.js';

@@ -3,8 +3,9 @@
  * the web board (which bundles this file, so it imports nothing of Node's).
  */
 import { formatDuration, intervalSeconds } from '../durations.js';
+import { finalStatuses } from '../statuses.js';
 
-const ended = new Set(['completed', 'failed', 'rejected', 'cancelled']);
+const ended = new Set<string>(finalStatuses);
 
 /**
  * "60% half way", "half way" or "60%"; null when there is none, or once the task has ended (its last

@@ -1,4 +1,5 @@
 /** The board's API, as the page calls it: reads are GET, actions one POST with the session's CSRF token. */
+import { taskStatuses, type TaskStatus } from '../../src/statuses';
 
 export interface Session { kind: 'operator' | 'agent'; id: string | null; csrf: string; push: boolean }
 
@@ -34,8 +35,8 @@ export const act = <T = unknown>(action: Action): Promise<T> => fetch('/api/acti
 }).then((r) => answer<T>(r));
 
 // What the API returns, as far as the page reads it.
-export type Status = 'pending' | 'claimed' | 'in_progress' | 'input_required' | 'completed' | 'failed' | 'rejected' | 'cancelled';
-export const statuses: Status[] = ['pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled'];
+export type Status = TaskStatus;
+export const statuses: Status[] = [...taskStatuses];
 
 export interface Overview {
   /** Open tasks all told; finished ones since `finishedSince` (a day ago). */

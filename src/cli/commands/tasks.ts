@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { handoffInput, ONLINE_ONLY_HINT, queuedNote, type HandoffWords } from '../../client/handoff-words.js';
 import type { BatchHandoff, ExpectedOutput, HandoffInput, JsonObject } from '../../schemas.js';
-import { openStatuses, type TaskStatus } from '../../statuses.js';
+import { openStatuses, taskStatuses, type TaskStatus } from '../../statuses.js';
 import { agentClient, configOf, withBeat } from '../context.js';
 import { collectExpected, collectInput, deadline, dollars, integer, json, list, tokens, wholeNumber } from '../inputs.js';
 import { ExitError, exitCodes, usageError } from '../exit.js';
@@ -170,7 +170,7 @@ Example:
     .option('--all', 'every task you can see')
     .option('--failed', 'failed tasks (of those you sent, unless --mine or --all): your dead letters, to retry with baton retry')
     .addOption(new Option('-s, --status <status...>', 'only these statuses')
-      .choices(['pending', 'claimed', 'in_progress', 'input_required', 'completed', 'failed', 'rejected', 'cancelled']))
+      .choices(taskStatuses))
     .option('-n, --limit <n>', 'at most this many', wholeNumber(1, 1000), 50)
     .addHelpText('after', `
 Example:
