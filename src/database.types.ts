@@ -1262,6 +1262,62 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"claimable_tasks":
+{ Args: { "p_limit"?: number }; Returns: {
+              "attempts": number,
+"budget_id": string | null,
+"claim_incarnation": string | null,
+"claim_lease": string | null,
+"claim_token": string | null,
+"claimed_at": string | null,
+"claimed_by": string | null,
+"completed_at": string | null,
+"created_at": string,
+"deadline": string | null,
+"dependency_mode": string,
+"depends_on": (string)[],
+"depth": number,
+"description": string | null,
+"expected_outputs": NonNullable<Json>,
+"from_agent": string,
+"id": string,
+"idempotency_key": string | null,
+"input_artifacts": NonNullable<Json>,
+"lease_expires_at": string | null,
+"lease_seconds": number | null,
+"max_attempts": number,
+"not_before": string | null,
+"on_dependency_failure": string,
+"parent_task_id": string | null,
+"payload": NonNullable<Json>,
+"priority": Database["public"]['Enums']["task_priority"],
+"problems": Json | null,
+"progress_at": string | null,
+"progress_message": string | null,
+"progress_percent": number | null,
+"recurrence_slot": string | null,
+"recurring_id": string | null,
+"required_capabilities": (string)[],
+"result": Json | null,
+"retry_of": string | null,
+"root_task_id": string | null,
+"run_at": string | null,
+"started_at": string | null,
+"status": Database["public"]['Enums']["task_status"],
+"status_reason": string | null,
+"title": string,
+"to_agent": string | null,
+"traceparent": string | null,
+"tracestate": string | null,
+"updated_at": string,
+"waiting_on": number
+            }[]
+                          SetofOptions: {
+        from: "*"
+        to: "task_handoffs"
+        isOneToOne: false
+        isSetofReturn: true
+      } },
 "complete_task":
 { Args: { "p_claim_token": string,"p_result"?: Json,"p_task_id": string }; Returns: {
               "attempts": number,

@@ -1565,6 +1565,68 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.claimable_ids(me text, mine text[], queues text[], wanted integer)
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+declare
+  ids uuid[];
+  more uuid[];
+begin
+  select coalesce(array_agg(picked.id), '{}') into ids from (
+    select t.id from public.task_handoffs t
+    where t.status = 'pending' and t.to_agent = me
+      and (t.not_before is null or t.not_before <= now())
+    order by t.priority desc, t.created_at
+    limit wanted
+  ) picked;
+  if cardinality(ids) < wanted then
+    select coalesce(array_agg(picked.id), '{}') into more from (
+      select front.id from unnest(queues) as q (capability)
+      cross join lateral (
+        select t.id, t.priority, t.created_at from public.task_handoffs t
+        where t.status = 'pending' and t.to_agent is null and coalesce(t.required_capabilities[1], '') = q.capability
+          and t.required_capabilities <@ mine
+          and (t.not_before is null or t.not_before <= now())
+          and not exists (select from public.task_declines d where d.task_id = t.id and d.agent_id = me)
+        order by t.priority desc, t.created_at
+        limit wanted - cardinality(ids)
+      ) front
+      order by front.priority desc, front.created_at
+      limit wanted - cardinality(ids)
+    ) picked;
+    ids := ids || more;
+  end if;
+  return ids;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.claimable_tasks(p_limit integer DEFAULT 50)
+ RETURNS SETOF public.task_handoffs
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me text := baton_private.require_agent();
+  mine text[] := baton_private.agent_capabilities(me);
+begin
+  if p_limit is null or p_limit not between 1 and 1000 then
+    raise exception 'list between 1 and 1000 claimable tasks, got %', p_limit
+      using errcode = 'BT005', hint = 'Give a limit from 1 to 1000.';
+  end if;
+  return query
+    select t.* from public.task_handoffs t
+    where t.id = any (baton_private.claimable_ids(me, mine, array(select distinct q from unnest(mine || ''::text) as q), p_limit))
+    order by t.priority desc, t.created_at;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.compile_transitions()
  RETURNS void
  LANGUAGE plpgsql
@@ -4770,6 +4832,14 @@ CREATE OR REPLACE FUNCTION public.claim_task(p_task_id uuid, p_lease_seconds int
 AS $function$begin return baton_private.claim_task($1, $2, $3); end$function$
 ;
 
+CREATE OR REPLACE FUNCTION public.claimable_tasks(p_limit integer DEFAULT 50)
+ RETURNS SETOF public.task_handoffs
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$begin return query select * from baton_private.claimable_tasks($1); end$function$
+;
+
 CREATE OR REPLACE FUNCTION public.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb DEFAULT '{"status": "success"}'::jsonb)
  RETURNS public.task_handoffs
  LANGUAGE plpgsql
@@ -5304,6 +5374,12 @@ function: baton_private.claim_task(p_task_id uuid, p_lease_seconds integer, p_st
 
 function: baton_private.claimable_exists(me text, mine text[], queues text[]) EXECUTE to postgres
 
+function: baton_private.claimable_ids(me text, mine text[], queues text[], wanted integer) EXECUTE to postgres
+
+function: baton_private.claimable_tasks(p_limit integer) EXECUTE to authenticated
+
+function: baton_private.claimable_tasks(p_limit integer) EXECUTE to postgres
+
 function: baton_private.compile_transitions() EXECUTE to postgres
 
 function: baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) EXECUTE to postgres
@@ -5713,6 +5789,12 @@ function: public.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boo
 function: public.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) EXECUTE to postgres
 
 function: public.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) EXECUTE to service_role
+
+function: public.claimable_tasks(p_limit integer) EXECUTE to authenticated
+
+function: public.claimable_tasks(p_limit integer) EXECUTE to postgres
+
+function: public.claimable_tasks(p_limit integer) EXECUTE to service_role
 
 function: public.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb) EXECUTE to authenticated
 
@@ -6352,6 +6434,10 @@ comment on function baton_private.claim_next_tasks(p_limit integer, p_capabiliti
 
 comment on function baton_private.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) is 'Claims one task for the calling agent (and starts it with p_start). Of agents racing for a task exactly one wins; the others get BT004.';
 
+comment on function baton_private.claimable_ids(me text, mine text[], queues text[], wanted integer) is 'The tasks lock_claimable would choose for agent `me` now, oldest of the highest priority first, without locking them: what a claim would take.';
+
+comment on function baton_private.claimable_tasks(p_limit integer) is 'The tasks the calling agent may claim now, as a claim decides it (addressed to it or broadcast to its capabilities, due, not declined), highest priority and oldest first. For an agent.';
+
 comment on function baton_private.compile_transitions() is 'Compiles task_status_transitions into the WHEN clause of the trigger step3_status_allowed on task_handoffs; runs whenever that table changes.';
 
 comment on function baton_private.complete_held(agent text, ids uuid[], tokens uuid[], results jsonb[]) is 'Completes the tasks `agent` holds with the given claim tokens and results, in one update, after locking the agent and then the tasks by id; returns the ids completed (a task not held, not current, not in progress or missing a required output is left for the caller to refuse one by one).';
@@ -6441,6 +6527,8 @@ comment on function public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[]
 comment on function public.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) is 'Claims up to p_limit tasks (never beyond the agent''s free capacity): addressed ones first, then broadcasts it can do, highest priority then oldest. Concurrent callers never get the same task.';
 
 comment on function public.claim_task(p_task_id uuid, p_lease_seconds integer, p_start boolean) is 'Claims one task for the calling agent (and starts it with p_start). Of agents racing for a task exactly one wins; the others get BT004.';
+
+comment on function public.claimable_tasks(p_limit integer) is 'The tasks the calling agent may claim now, as a claim decides it (addressed to it or broadcast to its capabilities, due, not declined), highest priority and oldest first. For an agent.';
 
 comment on function public.complete_task(p_task_id uuid, p_claim_token uuid, p_result jsonb) is 'The holder completes a task in progress with its result; the claim token must be current and every required expected output attached (else BT012). A result.handoff creates the follow-up task in the same transaction.';
 

@@ -484,10 +484,14 @@ export class BatonClient {
       if (offset) throw refusalOf('BT005', { message: 'the mine box is read from the front: it takes no offset', hint: 'Page with status, or list the sent or all box.' });
       return unwrap(this.db.rpc('my_tasks', { p_statuses: status?.length ? status : TaskStatus.options, p_limit: limit }), Tasks);
     }
+    // What the agent may claim now is the claim's decision (capabilities, backoff, schedule, declines): asked of the database.
+    if (box === 'pending') {
+      if (offset || status?.length) throw refusalOf('BT005', { message: 'the pending box lists what a claim would take now: it takes no offset or status', hint: 'Give a limit, or list the all box with a status.' });
+      return unwrap(this.db.rpc('claimable_tasks', { p_limit: limit }), Tasks);
+    }
     const me = this.agentId;
     let query = this.db.from('task_handoffs').select('*');
     if (box === 'sent') query = query.eq('from_agent', me);
-    if (box === 'pending') query = query.eq('status', 'pending').or(`to_agent.eq.${me},to_agent.is.null`);
     if (status?.length) query = query.in('status', status);
     return unwrap(
       query.order('priority', { ascending: false }).order('created_at', { ascending: true }).order('id').range(offset, offset + limit - 1),

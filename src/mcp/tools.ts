@@ -256,7 +256,7 @@ function seeingWork(agent: McpAgent): Tool[] {
       name: 'list_tasks',
       title: 'List tasks',
       description: 'Lists tasks: "mine" (addressed to or held by you, the default: the open ones unless status names others), '
-      + '"sent" (by you), "claimable" (pending, for you or anyone) or "all" you can see.',
+      + '"sent" (by you), "claimable" (what you may claim now, as a claim decides it: due, for your capabilities, not declined) or "all" you can see.',
       input: {
         box: z.enum(['mine', 'sent', 'claimable', 'all']).optional(),
         status: z.array(TaskStatus).optional().describe('Only these statuses, e.g. ["completed","failed"] for what you finished.'),
