@@ -40,6 +40,8 @@ export interface BatonConfig {
   apiHost: string;
   apiPort: number;
   dbPort: number;
+  /** The Realtime plan whose quotas the local stack keeps (free, pro, team, or numbers: src/stack/quotas.ts); Free's by default. */
+  realtimePlan?: string;
 }
 
 /** Flags as given; a port may be the text typed, which is checked as the environment's is. */
@@ -61,6 +63,7 @@ const envNames = {
   apiHost: ['BATON_API_HOST'],
   apiPort: ['BATON_API_PORT'],
   dbPort: ['BATON_DB_PORT'],
+  realtimePlan: ['BATON_REALTIME_PLAN'],
 } as const satisfies Record<keyof BatonConfig, readonly string[]>;
 
 /** Every name the settings are read under: what makes a `.env` one of Baton's. */
@@ -197,6 +200,7 @@ export function loadConfig(
     databaseUrl: pick('databaseUrl'),
     stackDir: stackDir.value ? path.resolve(stackDir.base, stackDir.value) : path.resolve(root, defaults.stackDir),
     apiHost: pick('apiHost') ?? defaults.apiHost,
+    realtimePlan: pick('realtimePlan'),
     ...ports(
       port(pick('apiPort'), 'the API port (--api-port, BATON_API_PORT)', defaults.apiPort),
       port(pick('dbPort'), 'the database port (--db-port, BATON_DB_PORT)', defaults.dbPort),

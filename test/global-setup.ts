@@ -18,7 +18,9 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = makeStackDir('baton-test-');
   const apiPort = await freePort();
-  const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
+  // The files share this stack at a load no project has (floods of messages, hundreds of joins): no
+  // quotas here. What a plan's quotas do is tested on stacks of their own (realtime.quotas.test.ts).
+  const stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]), realtimePlan: 'unlimited' });
   project.provide('stack', stack.env);
   project.provide('adminUrl', stack.adminUrl);
   return async () => {

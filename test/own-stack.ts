@@ -29,9 +29,10 @@ export interface OwnStack {
 
 /**
  * Starts a stack before the file's tests and stops it after; read `dir`, `env` and `admin` inside tests.
+ * Its Realtime keeps the plan given (by default Free's, as a newcomer's stack does).
  * Its folder is made then too, so a run that filters the file's tests out leaves none behind.
  */
-export function ownStack(prefix: string): OwnStack {
+export function ownStack(prefix: string, { realtimePlan }: { realtimePlan?: string } = {}): OwnStack {
   let stack: Stack | undefined;
   const own = {
     dir: '',
@@ -49,7 +50,7 @@ export function ownStack(prefix: string): OwnStack {
   beforeAll(async () => {
     own.dir = makeStackDir(`baton-${prefix}-`);
     const apiPort = await freePort();
-    stack = await startStack({ dir: own.dir, apiPort, dbPort: await freePort([apiPort]) });
+    stack = await startStack({ dir: own.dir, apiPort, dbPort: await freePort([apiPort]), realtimePlan });
     own.env = stack.env;
     own.adminUrl = stack.adminUrl;
     own.gateway = stack.gateway;

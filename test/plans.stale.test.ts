@@ -23,7 +23,7 @@ describe('with statistics that see no open task', () => {
   beforeAll(async () => {
     dir = makeStackDir('baton-stale-');
     const apiPort = await freePort();
-    stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]) });
+    stack = await startStack({ dir, apiPort, dbPort: await freePort([apiPort]), realtimePlan: 'unlimited' });
     db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
     await db.connect();
     await db.query('update public.baton_settings set handoffs_per_minute = 1000000, open_tasks_per_sender = 1000000');

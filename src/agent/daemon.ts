@@ -19,7 +19,7 @@ import { agentDefaults, checkSchedule, type AgentOptions } from './options.js';
 import { Bell, settledWithin } from './bell.js';
 import { OutageLog } from './outage.js';
 import { OutcomeBatcher } from './outcomes.js';
-import { agentTopics, listenForWork, type PushListener } from './push.js';
+import { agentTopics, listenForWork, pushRetryMs, type PushListener } from './push.js';
 import { ClaimUnconfirmedError, executorEnv, TaskRunner } from './runner.js';
 import { intervalSeconds } from '../durations.js';
 import { deliverResults } from './results.js';
@@ -34,6 +34,10 @@ import { untraced } from '../telemetry/tracing.js';
  * lost (seen once in a loaded full run of the suite: push down 40 s after a gateway restart).
  */
 const pushStuckMs = 20_000;
+/** How long the poll claims on every turn after the safety net found work push had not announced. */
+const LOSSY_PUSH_MS = 5 * 60_000;
+/** After an outage, each daemon listens again within this much of the API's return (at random). */
+const RECOVERY_SPREAD_MS = 5_000;
 /** The first pause in claims when what does the work cannot be reached, and the longest. */
 const AWAY_PAUSE_MS = 5_000;
 const AWAY_PAUSE_MAX_MS = 60_000;
@@ -86,6 +90,8 @@ export class BatonAgent {
   private loopDone: Promise<void> = Promise.resolve();
   /** The claim on its way, the loop's or the reporter's: there is one at a time. */
   private claiming: Promise<void> | undefined;
+  /** Push down since it was last up: how often it was listened to again, and when next. */
+  private pushRetry = { failures: 0, until: 0 };
   private claims = {
     /** The last claim filled every slot it asked for: a slot that frees claims again at once. */
     lastFull: false,
@@ -95,6 +101,10 @@ export class BatonAgent {
     /** A tick stops claiming once it has run this many. */
     limit: Infinity,
     lastOnPoll: 0,
+    /** The claim under way is the safety net's, made while push was up. */
+    safetyNet: false,
+    /** Until then, the poll claims every time even while push is up: push missed work lately. */
+    lossyUntil: 0,
     /** No claims before this time: what does the work could not be reached (UnavailableError). */
     pausedUntil: 0,
     pauseMs: 0,
@@ -242,9 +252,16 @@ export class BatonAgent {
         // the context it was handed off in (TaskRunner).
         await untraced(async () => {
           let claim = wakes.has('work') || (wakes.has('slot') && this.claims.lastFull);
-          if (wakes.has('poll')) claim = (await this.pollRound()) || claim;
+          if (wakes.has('poll')) {
+            const pushUp = Boolean(this.push?.up);
+            const polled = await this.pollRound();
+            // The safety net claims on its own, while push is up: what it finds, push did not announce.
+            this.claims.safetyNet = polled && pushUp && !claim;
+            claim = polled || claim;
+          }
           if (wakes.has('results')) await this.deliver();
           if (claim) await this.claimFree();
+          this.claims.safetyNet = false;
         });
         this.outage.ok();
       } catch (err) {
@@ -262,9 +279,16 @@ export class BatonAgent {
   private async pollRound(): Promise<boolean> {
     if (this.options.sweep !== false) await this.upkeep.sweepIfDue();
     await checkClaims(this.client, this.running, false, this.log);
-    // The API answers: push that has stayed down meanwhile is listened to again, on a new connection.
-    if (this.push && this.push.downForMs > pushStuckMs) this.relisten();
-    if (this.push?.up && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
+    // The API answers: push that has stayed down meanwhile is listened to again, on a new connection,
+    // once its wait is over (pushRetryMs, doubling while it stays down); not while Realtime refuses it
+    // for a quota, where the listener joins again after its own wait.
+    if (this.push && !this.push.refused && this.push.downForMs > pushStuckMs && Date.now() >= this.pushRetry.until) {
+      this.pushRetry.failures += 1;
+      this.pushRetry.until = Date.now() + pushRetryMs(this.pushRetry.failures);
+      this.relisten();
+    }
+    if (this.push?.up) this.pushRetry = { failures: 0, until: 0 };
+    if (this.push?.up && Date.now() >= this.claims.lossyUntil && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
     this.claims.lastOnPoll = Date.now();
     await this.deliver();
     return true;
@@ -340,8 +364,10 @@ export class BatonAgent {
    * looks for such tasks. Work-conserving: a claim that came back full lets the next freed slot claim.
    */
   private track(request: Promise<Task[]>, wanted: number): Promise<void> {
+    const safetyNet = this.claims.safetyNet;
     const settled = request.then((tasks) => {
       this.claims.lastFull = tasks.length === wanted;
+      if (safetyNet && tasks.length) this.pushMissed(tasks.length);
       for (const task of tasks) {
         if (this.stopping) void this.release(task, 'released on shutdown', 'released on shutdown');
         else this.launch(task);
@@ -353,6 +379,19 @@ export class BatonAgent {
     }).finally(() => { this.claiming = undefined; });
     this.claiming = settled.catch(() => undefined);
     return settled;
+  }
+
+  /**
+   * The safety net found work that push, up all the while, had not announced: Realtime may be dropping
+   * messages (hosted drops broadcasts while a project is over its plan's messages per second, and any
+   * larger than its payload limit). The poll claims on every turn for LOSSY_PUSH_MS; said once a spell.
+   */
+  private pushMissed(tasks: number): void {
+    if (Date.now() >= this.claims.lossyUntil) {
+      this.log.warn({ tasks, forMinutes: LOSSY_PUSH_MS / 60_000, poll: this.poll },
+        'the safety-net poll found work push had not announced: Realtime may be dropping messages (a plan\'s messages per second?); claiming on every poll for a while');
+    }
+    this.claims.lossyUntil = Date.now() + LOSSY_PUSH_MS;
   }
 
   private launch(task: Task): void {
@@ -431,7 +470,9 @@ export class BatonAgent {
   private recovered(): void {
     this.bell.ring('work');
     this.bell.ring('results');
-    this.relisten();
+    // A fleet whose API came back at once hears it on the same poll second: each listens again at a
+    // moment of its own, so that their joins do not all land in the same second.
+    setTimeout(() => { if (!this.push?.refused) this.relisten(); }, Math.random() * RECOVERY_SPREAD_MS).unref();
   }
 
   /**
@@ -456,8 +497,10 @@ export class BatonAgent {
     this.push = listenForWork(this.client, agentTopics({ id: this.id, capabilities: this.profile.capabilities }), this.bell, this.log, {
       began: (incarnation, startedAt) => this.upkeep.heardIncarnation(incarnation, startedAt),
       news: (tasks) => this.runner.heard(tasks.map((t) => t.id)),
+      meanwhile: `polling on its poll schedule (${this.poll}) instead`,
     });
   }
+
 
   /**
    * Self-fencing. The database keeps a claim while its holder is heard (claim_expires_at: the lease,

@@ -8,7 +8,7 @@
 import type { RealtimeChannel } from '@supabase/supabase-js';
 import type { Logger } from 'pino';
 import type { BatonClient } from '../client/agent.js';
-import type { BatonDb } from '../client/connection.js';
+import { takeConnectionRefusal, type BatonDb } from '../client/connection.js';
 import { finalStatuses, type TaskStatus } from '../schemas.js';
 import type { Bell } from './bell.js';
 
@@ -24,6 +24,29 @@ export interface PushHandlers {
   up(): void;
   /** A process began as the agent (begin_incarnation), heard on the agent's own topic. */
   began?(incarnation: string, startedAt?: string): void;
+  /** Realtime refused a join or the connection for a plan's quota (`reason`, hosted's words). */
+  refused?(reason: string): void;
+}
+
+/**
+ * While Realtime refuses push for a quota, a listener waits this long before it joins again: from
+ * PUSH_RETRY_FIRST_MS, doubling per refusal up to PUSH_RETRY_MAX_MS, each wait drawn from half to all
+ * of it, so that a fleet refused at once (a deploy, a restart) comes back spread out, never in step.
+ */
+export const PUSH_RETRY_FIRST_MS = 15_000;
+export const PUSH_RETRY_MAX_MS = 600_000;
+export const pushRetryMs = (tries: number): number =>
+  Math.min(PUSH_RETRY_MAX_MS, PUSH_RETRY_FIRST_MS * 2 ** Math.max(0, tries - 1)) * (0.5 + 0.5 * Math.random());
+
+/**
+ * How hosted Realtime words a join refused for a plan's quota (supabase/realtime's realtime_channel.ex:
+ * connections, joins per second, channels per connection; a project whose Realtime was disabled).
+ */
+const quotaRefusal = /ConnectionRateLimitReached|ClientJoinRateLimitReached|ChannelRateLimitReached|RealtimeDisabledForTenant|Too many (connected users|joins|channels)/;
+
+/** Whether `reason` is hosted Realtime refusing a join for a quota. */
+export function isQuotaRefusal(reason: string | undefined): boolean {
+  return reason !== undefined && quotaRefusal.test(reason);
 }
 
 /** The topics an agent listens on: its own, open work's, and each of its capabilities'. */
@@ -38,6 +61,11 @@ export class PushListener {
   /** Since when not every channel is joined (from the start, until they are). */
   private downSince: number | undefined = Date.now();
   private stopping = false;
+  /** Each round of joins; a channel of an earlier round (left after a refusal) says nothing more. */
+  private round = 0;
+  /** Refusals for a quota since push was last up, and the wait before joining again. */
+  private refusals = 0;
+  private retry: NodeJS.Timeout | undefined;
 
   constructor(
     /** The connection to listen with: an agent's (its topics) or the operator's (any topic). */
@@ -45,7 +73,14 @@ export class PushListener {
     private readonly topics: string[],
     private readonly handlers: PushHandlers,
     private readonly log: Logger,
+    /** What the caller does meanwhile while push is refused, as its log line says it. */
+    private readonly meanwhile = 'polling instead',
   ) {}
+
+  /** Whether it is waiting to join again after Realtime refused it for a quota. */
+  get refused(): boolean {
+    return this.retry !== undefined;
+  }
 
   /** Whether every channel is joined now. */
   get up(): boolean {
@@ -73,6 +108,7 @@ export class PushListener {
   }
 
   private join(topic: string): void {
+    const round = this.round;
     const channel = this.db.channel(topic, { config: { private: true } })
       .on('broadcast', { event: 'work' }, ({ payload }) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []))
       .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []))
@@ -82,11 +118,19 @@ export class PushListener {
       });
     channel.subscribe((status, err) => {
       // Leaving on purpose is no outage to report.
-      if (this.stopping) return;
+      if (this.stopping || round !== this.round) return;
+      if (status === 'CHANNEL_ERROR') {
+        // Refused at the join (hosted's reason in the reply), or the connection refused (HTTP 429).
+        const connection = takeConnectionRefusal(this.db);
+        const reason = isQuotaRefusal(err?.message) ? err!.message : connection && /^HTTP 429/.test(connection) ? `${connection} (the plan's connections or joins per second)` : undefined;
+        if (reason) return void this.refuse(reason);
+      }
       if (status === 'SUBSCRIBED') this.joined.add(topic);
       else this.joined.delete(topic);
       if (this.up && !this.wasUp) {
-        this.log.info({ topics: this.topics }, 'push is up: listening for work');
+        if (this.refusals) this.log.info({ topics: this.topics, refusals: this.refusals }, 'push is back after Realtime refused it: listening again');
+        else this.log.info({ topics: this.topics }, 'push is up: listening for work');
+        this.refusals = 0;
         this.handlers.up();
       } else if (!this.up && this.wasUp) {
         this.log.warn({ topic, status, err: err?.message }, 'push is down: polling at the fast rhythm until it is back');
@@ -101,11 +145,41 @@ export class PushListener {
   }
 
   /**
+   * Refused for a quota: leaves every channel, so that realtime-js does not rejoin on its own every few
+   * seconds, and lets the connection go, so that it holds none the plan counts; says so once, and
+   * joins again after pushRetryMs. Hosted may disable Realtime for a project whose clients loop.
+   */
+  private refuse(reason: string): void {
+    if (this.stopping || this.retry) return;
+    this.round += 1;
+    this.refusals += 1;
+    this.joined.clear();
+    this.wasUp = false;
+    this.downSince ??= Date.now();
+    const waitMs = pushRetryMs(this.refusals);
+    const line = { reason, refusals: this.refusals, retryInSeconds: Math.round(waitMs / 1000) };
+    if (this.refusals === 1) this.log.warn(line, `push refused by Realtime (${reason}): ${this.meanwhile}, and listening again later (the wait doubles while it is refused, up to ${PUSH_RETRY_MAX_MS / 60_000} min)`);
+    else this.log.debug(line, 'push refused again');
+    const left = this.channels.splice(0);
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      if (!this.stopping) this.start();
+    }, waitMs);
+    this.retry.unref();
+    void Promise.all(left.map((c) => this.db.removeChannel(c))).then(() => {
+      if (this.db.realtime.getChannels().length === 0) this.db.realtime.disconnect();
+    });
+    this.handlers.refused?.(reason);
+  }
+
+  /**
    * Leaves its channels, and closes the connection once no listener on it has any left, so nothing
    * keeps the process alive (the A2A facade follows several tasks of one caller over one connection).
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    clearTimeout(this.retry);
+    this.retry = undefined;
     await Promise.all(this.channels.splice(0).map((c) => this.db.removeChannel(c)));
     this.joined.clear();
     if (this.db.realtime.getChannels().length === 0) this.db.realtime.disconnect();
@@ -118,7 +192,7 @@ export class PushListener {
  * beginning as the agent is told to `began`.
  */
 export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger,
-  also: { began?: PushHandlers['began']; news?: PushHandlers['news'] } = {}): PushListener {
+  also: { began?: PushHandlers['began']; news?: PushHandlers['news']; meanwhile?: string } = {}): PushListener {
   const push = new PushListener(client.db, topics, {
     work: (tasks) => {
       bell.ring('work');
@@ -132,7 +206,7 @@ export function listenForWork(client: BatonClient, topics: string[], bell: Bell,
     },
     up: () => { bell.ring('work'); bell.ring('results'); },
     began: also.began,
-  }, log);
+  }, log, also.meanwhile);
   push.start();
   return push;
 }

@@ -22,13 +22,60 @@ export interface ConnectOptions {
 
 const load = createRequire(import.meta.url);
 
+interface WsLike {
+  on(event: 'unexpected-response', listener: (req: unknown, res: NodeJS.ReadableStream & { statusCode?: number }) => void): void;
+  terminate(): void;
+}
+
+/** What Realtime last said when it refused a connection (hosted answers a quota with HTTP 429), per client. */
+const refusedConnections = new WeakMap<object, { said?: string }>();
+
+/** What Realtime said when it last refused this client's connection, taken once; undefined if nothing. */
+export function takeConnectionRefusal(db: BatonDb): string | undefined {
+  const seen = refusedConnections.get(db);
+  const said = seen?.said;
+  if (seen) seen.said = undefined;
+  return said;
+}
+
 /**
  * The `ws` package's WebSocket (Node 20 has none of its own), loaded when push first connects: a CLI
- * call that sends a request or two and exits never loads it.
+ * call that sends a request or two and exits never loads it. A connection refused with an HTTP answer
+ * (hosted's 429 for a plan's connections) is kept in `seen`, status and body, for push to say why;
+ * the socket then fails as it would have.
  */
-function WebSocketWhenNeeded(url: string, protocols?: string | string[]): object {
-  const Socket = load('ws') as new (url: string, protocols?: string | string[]) => object;
-  return new Socket(url, protocols);
+function webSocketWhenNeeded(seen: { said?: string }) {
+  return function WebSocketWhenNeeded(url: string, protocols?: string | string[]): object {
+    const Socket = load('ws') as new (url: string, protocols?: string | string[]) => WsLike;
+    const socket = new Socket(url, protocols);
+    socket.on('unexpected-response', (_req, res) => {
+      let body = '';
+      const done = () => {
+        clearTimeout(timer);
+        const error = (() => { try { return (JSON.parse(body) as { error?: string; message?: string }).error; } catch { return undefined; } })();
+        seen.said = `HTTP ${res.statusCode}${error ? `: ${error}` : ''}`;
+        socket.terminate();
+      };
+      const timer = setTimeout(done, 2000);
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => { body += chunk.slice(0, 1000); });
+      res.on('end', done);
+      res.on('error', done);
+    });
+    return socket;
+  };
+}
+
+/**
+ * How long realtime-js waits before its `tries`th reconnect: drawn at random from one second up to a
+ * ceiling that doubles from 5 s to a minute. realtime-js's own steps (1, 2, 5, then every 10 s) are the
+ * same for every client, so a fleet that lost its connections at once (a restart, a network blip)
+ * would come back in step, every one of them joining its channels in the same second; spread, they stay
+ * under a plan's joins per second.
+ */
+export function reconnectAfterMs(tries: number): number {
+  const ceiling = Math.min(60_000, 5_000 * 2 ** Math.max(0, tries - 1));
+  return 1_000 + Math.random() * (ceiling - 1_000);
 }
 
 /**
@@ -45,15 +92,18 @@ export function connect({ url, apiKey, accessToken, headers, answered }: Connect
       return answer;
     }
     : batonFetch;
-  return createClient<Database>(url, apiKey, {
+  const seen: { said?: string } = {};
+  const db = createClient<Database>(url, apiKey, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
     global: { fetch },
-    realtime: { transport: WebSocketWhenNeeded as never },
+    realtime: { transport: webSocketWhenNeeded(seen) as never, reconnectAfterMs },
     // Without an agent's token, the API key alone says who calls. supabase-js would otherwise hand the
     // key to Realtime as the join's access token, which an `sb_secret_…` key is not (it is no JWT): every
     // channel joined after the first connection would be refused.
     accessToken: async () => accessToken ?? null,
   });
+  refusedConnections.set(db, seen);
+  return db;
 }
 
 /** A value already checked by a zod schema, as the JSON type the generated schema expects. */

@@ -73,7 +73,7 @@ export async function stackHealth(dir: string): Promise<StackHealth> {
  * `dir` is left alone and reported.
  */
 export async function startInBackground(
-  { dir, apiHost, apiPort, dbPort, cliEntry }: { dir: string; apiHost: string; apiPort: number; dbPort: number; cliEntry: string },
+  { dir, apiHost, apiPort, dbPort, cliEntry, realtimePlan }: { dir: string; apiHost: string; apiPort: number; dbPort: number; cliEntry: string; realtimePlan?: string },
 ): Promise<{ alreadyRunning: boolean; runtime: Runtime }> {
   const running = readRuntime(dir);
   if (running) return { alreadyRunning: true, runtime: running };
@@ -88,7 +88,7 @@ export async function startInBackground(
   const out = fs.openSync(log, 'a');
   const child = spawn(
     process.execPath,
-    [cliEntry, 'stack', 'serve', '--dir', dir, '--api-host', apiHost, '--api-port', String(apiPort), '--db-port', String(dbPort)],
+    [cliEntry, 'stack', 'serve', '--dir', dir, '--api-host', apiHost, '--api-port', String(apiPort), '--db-port', String(dbPort), ...(realtimePlan ? ['--realtime-plan', realtimePlan] : [])],
     { detached: true, stdio: ['ignore', out, out], env: { ...process.env, LOG_LEVEL: processSettings.logLevel('info') } },
   );
   fs.closeSync(out);

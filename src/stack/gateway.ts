@@ -14,9 +14,9 @@ import http from 'node:http';
 import os from 'node:os';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
-import type { JWK } from 'jose';
+import { decodeJwt, type JWK } from 'jose';
 import { refuseTokenHeader, type AcceptedTokens } from '../tokens.js';
-import { REALTIME_PATH, type RealtimeHandle } from './realtime.js';
+import { REALTIME_METRICS_PATH, REALTIME_PATH, type RealtimeHandle } from './realtime.js';
 import { Turns } from './turns.js';
 
 const REST_PREFIX = '/rest/v1';
@@ -133,6 +133,7 @@ class Gateway {
   private request(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname === '/health') return reply(res, 200, { status: 'ok' });
+    if (url.pathname === REALTIME_METRICS_PATH && this.realtime) return this.realtimeMetrics(req, res);
     if (url.pathname === JWKS_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=600', 'access-control-allow-origin': '*' });
       return void res.end(req.method === 'GET' ? this.jwksBody : undefined);
@@ -230,6 +231,17 @@ class Gateway {
       req.destroy();
     });
     req.pipe(upstream);
+  }
+
+  /** What Realtime carries against the plan's quotas (Prometheus's text), for the secret key only. */
+  private realtimeMetrics(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const apiKey = req.headers.apikey as string | undefined;
+    const legacyRole = apiKey && this.legacy.has(apiKey) ? (decodeJwt(apiKey).role as string | undefined) : undefined;
+    if (!apiKey || (this.keys.opaque[apiKey] ?? legacyRole) !== 'service_role') {
+      return reply(res, 401, { message: 'Realtime\'s metrics are for the secret (service-role) key', hint: 'Send SUPABASE_SECRET_KEY as the apikey header.' });
+    }
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    res.end(this.realtime!.metrics());
   }
 
   /** Realtime's WebSocket: the API key comes in the query string, as realtime-js sends it. */

@@ -11,6 +11,7 @@ import { placeCluster, stackPaths } from './paths.js';
 import { assertPortFree, freePort } from './ports.js';
 import { startPostgres, unixSocketDirectory } from './postgres.js';
 import { startPostgrest } from './postgrest.js';
+import { parseRealtimePlan } from './quotas.js';
 import { startRealtime } from './realtime.js';
 import { supervise, type Supervisor } from './supervise.js';
 import {
@@ -26,6 +27,8 @@ export interface StackOptions {
   /** Where the API listens: loopback (the default), or e.g. 0.0.0.0 to serve other containers. */
   apiHost?: string;
   log?: Logger;
+  /** The Realtime plan whose quotas it keeps (quotas.ts): Free's unless said. */
+  realtimePlan?: string;
 }
 
 export interface Stack {
@@ -44,7 +47,8 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', log = silentLogger }: StackOptions): Promise<Stack> {
+export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', log = silentLogger, realtimePlan }: StackOptions): Promise<Stack> {
+  const quotas = parseRealtimePlan(realtimePlan);
   fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
   placeCluster(dir);
   await assertPortFree(apiPort, 'API', '--api-port or BATON_API_PORT');
@@ -99,7 +103,7 @@ export async function startStack({ dir, apiPort, dbPort, apiHost = '127.0.0.1', 
     }), log, recordPid('postgrestPid'));
     running.push(postgrest.stop);
 
-    const realtime = await startRealtime({ databaseUrl: superuser.url, jwks: [publicJwk(secrets.signingKey)], legacySecret: secrets.jwtSecret, log });
+    const realtime = await startRealtime({ databaseUrl: superuser.url, jwks: [publicJwk(secrets.signingKey)], legacySecret: secrets.jwtSecret, log, quotas });
     running.push(realtime.stop);
 
     const openGateway = () => startGateway({ realtime, host: apiHost, port: apiPort, upstreamPort: postgrestPort, keys: gatewayKeys(secrets) });

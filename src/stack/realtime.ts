@@ -4,7 +4,9 @@
  * writes to (see migrations/01_realtime_bootstrap.sql). A private channel is joined only if the realtime.messages policies let the joining role read
  * a message on its topic, evaluated in the database as that role with its claims (as hosted Realtime
  * does), after the same token check as every REST call. Postgres changes and client broadcasts are not
- * served: Baton's agents only listen.
+ * served: Baton's agents only listen. A plan's quotas (quotas.ts) are kept as hosted Realtime keeps them,
+ * with its answers: a connection refused with HTTP 429, a join refused with hosted's reason (and the
+ * socket closed after too many joins per second), broadcasts dropped while messages per second are over.
  */
 import type http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,8 +16,11 @@ import { refuseTokenHeader } from '../tokens.js';
 import pg from 'pg';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from 'pino';
+import { parseRealtimePlan, RateCounter, type RealtimeQuotas } from './quotas.js';
 
 export const REALTIME_PATH = '/realtime/v1/websocket';
+/** Where the gateway serves what Realtime carries against its quotas (the secret key only). */
+export const REALTIME_METRICS_PATH = '/realtime/v1/metrics';
 /** The channel realtime.send() raises a NOTIFY on while the doorbell is set. */
 const CHANNEL = 'realtime_broadcast';
 /**
@@ -62,6 +67,8 @@ export interface RealtimeOptions {
   /** The legacy JWT secret, if HS256 tokens are accepted. */
   legacySecret?: string;
   log: Logger;
+  /** The plan's quotas (default: Free's). */
+  quotas?: RealtimeQuotas;
 }
 
 export interface RealtimeHandle {
@@ -70,17 +77,28 @@ export interface RealtimeHandle {
    * (the role it stands for) or a legacy one (itself a token).
    */
   upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, apiKey: { role: 'anon' | 'service_role' } | { legacyKey: string }): void;
+  /** What it carries against its quotas, in Prometheus's text format. */
+  metrics(): string;
   stop(): Promise<void>;
 }
+
+/** Hosted Realtime's reasons, word for word (supabase/realtime, realtime_channel.ex and user_socket.ex). */
+export const quotaReasons = Object.freeze({
+  connections: 'ConnectionRateLimitReached: Too many connected users',
+  joins: 'ClientJoinRateLimitReached: Too many joins per second',
+  channels: 'ChannelRateLimitReached: Too many channels',
+});
 
 type Frame = [joinRef: string | null, ref: string | null, topic: string, event: string, payload: Record<string, unknown>];
 interface Joined { socket: WebSocket; joinRef: string; private: boolean }
 
 export async function startRealtime(options: RealtimeOptions): Promise<RealtimeHandle> {
-  const server = new RealtimeServer(options);
+  const quotas = options.quotas ?? parseRealtimePlan(undefined);
+  const server = new RealtimeServer({ ...options, quotas });
   await server.listen();
+  options.log.info({ quotas }, 'realtime: keeping the plan\'s quotas, as hosted Realtime does');
   // Its methods may be passed around on their own (the stack keeps stop() with the others).
-  return { upgrade: (req, socket, head, apiKey) => server.upgrade(req, socket, head, apiKey), stop: () => server.stop() };
+  return { upgrade: (req, socket, head, apiKey) => server.upgrade(req, socket, head, apiKey), metrics: () => server.metrics(), stop: () => server.stop() };
 }
 
 class RealtimeServer {
@@ -97,6 +115,19 @@ class RealtimeServer {
   /** Messages drained since the outbox was last vacuumed, and since a drain last found it empty. */
   private drainedSinceVacuum = 0;
   private drainedSinceEmpty = 0;
+  private readonly quotas: RealtimeQuotas;
+  private readonly joinRate: RateCounter;
+  private readonly messageRate: RateCounter;
+  /** The connections that joined a channel: hosted's "concurrent users". */
+  private readonly counted = new Set<WebSocket>();
+  /** The topics each connection holds. */
+  private readonly held = new Map<WebSocket, Set<string>>();
+  private readonly counts = {
+    joins: 0, messagesSent: 0, messagesDelivered: 0,
+    joinsRefused: { connections: 0, joins: 0, channels: 0 },
+    connectionsRefused: { connections: 0, joins: 0 },
+    messagesDropped: { rate: 0, payload: 0 },
+  };
 
   constructor(private readonly options: RealtimeOptions) {
     this.log = options.log;
@@ -105,10 +136,21 @@ class RealtimeServer {
     this.secret = options.legacySecret ? new TextEncoder().encode(options.legacySecret) : undefined;
     this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: 4 });
     this.pool.on('error', (err) => this.log.warn({ err }, 'realtime: a database connection failed'));
+    this.quotas = options.quotas!;
+    this.joinRate = new RateCounter(this.quotas.joinsPerSecond);
+    this.messageRate = new RateCounter(this.quotas.messagesPerSecond);
     this.wss.on('connection', (socket: WebSocket, apiKeyClaims: JWTPayload | undefined) => this.connected(socket, apiKeyClaims));
   }
 
   upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, apiKey: { role: 'anon' | 'service_role' } | { legacyKey: string }): void {
+    // As hosted checks a tenant's connections and joins before it takes a socket: HTTP 429.
+    const over = this.counted.size >= this.quotas.connections ? 'connections' : this.joinRate.triggered ? 'joins' : undefined;
+    if (over) {
+      this.counts.connectionsRefused[over] += 1;
+      const body = JSON.stringify({ error: over === 'connections' ? 'Too many connected users' : 'Too many joins per second' });
+      socket.end(`HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      return;
+    }
     const accept = (keyClaims: JWTPayload) =>
       this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, keyClaims));
     if ('role' in apiKey) return accept({ role: apiKey.role });
@@ -116,8 +158,29 @@ class RealtimeServer {
     this.verify(apiKey.legacyKey).then(accept, () => socket.destroy());
   }
 
+  metrics(): string {
+    const c = this.counts;
+    const channels = [...this.held.values()].reduce((n, topics) => n + topics.size, 0);
+    const lines = [
+      ['baton_realtime_connections', 'gauge', 'Connections that joined a channel (hosted\'s concurrent users).', [['', this.counted.size]]],
+      ['baton_realtime_connections_limit', 'gauge', 'The plan\'s concurrent connections.', [['', this.quotas.connections]]],
+      ['baton_realtime_channels', 'gauge', 'Channels joined, over every connection.', [['', channels]]],
+      ['baton_realtime_joins_total', 'counter', 'Channel joins taken.', [['', c.joins]]],
+      ['baton_realtime_joins_per_second', 'gauge', 'Joins per second, averaged over the last minute as hosted does.', [['', this.joinRate.average]]],
+      ['baton_realtime_joins_refused_total', 'counter', 'Joins refused, by the quota that refused them.', Object.entries(c.joinsRefused).map(([q, n]) => [`{quota="${q}"}`, n])],
+      ['baton_realtime_connections_refused_total', 'counter', 'Connections refused with HTTP 429, by quota.', Object.entries(c.connectionsRefused).map(([q, n]) => [`{quota="${q}"}`, n])],
+      ['baton_realtime_messages_sent_total', 'counter', 'Broadcasts taken from the outbox and sent.', [['', c.messagesSent]]],
+      ['baton_realtime_messages_delivered_total', 'counter', 'Broadcasts delivered, one per channel that got one.', [['', c.messagesDelivered]]],
+      ['baton_realtime_messages_per_second', 'gauge', 'Messages per second (sent and delivered), averaged over the last minute as hosted does.', [['', this.messageRate.average]]],
+      ['baton_realtime_messages_dropped_total', 'counter', 'Broadcasts dropped, by the quota that dropped them.', Object.entries(c.messagesDropped).map(([q, n]) => [`{quota="${q}"}`, n])],
+    ] as Array<[string, string, string, Array<[string, number]>]>;
+    return lines.map(([name, type, help, values]) => [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...values.map(([labels, v]) => `${name}${labels} ${Number.isFinite(v) ? v : '+Inf'}`)].join('\n')).join('\n') + '\n';
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
+    this.joinRate.stop();
+    this.messageRate.stop();
     for (const socket of this.wss.clients) socket.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     await this.listener?.end().catch(() => undefined);
@@ -166,6 +229,8 @@ class RealtimeServer {
     socket.on('close', () => {
       clearInterval(ping);
       for (const topic of [...this.listeners.keys()]) this.leave(socket, topic);
+      this.counted.delete(socket);
+      this.held.delete(socket);
     });
     socket.on('message', (data: RawData, isBinary: boolean) => this.received(socket, data, isBinary, apiKeyClaims));
   }
@@ -196,21 +261,46 @@ class RealtimeServer {
     if (config.postgres_changes?.length) {
       return reply(socket, frame, 'error', { reason: 'postgres_changes are not served by the embedded stack; listen to broadcasts' });
     }
+    // Hosted's order: its connections, its joins per second, the connection's channels.
+    let topics = this.held.get(socket);
+    if (!topics) this.held.set(socket, topics = new Set<string>());
+    const refused = !this.counted.has(socket) && this.counted.size >= this.quotas.connections ? 'connections'
+      : this.joinRate.triggered ? 'joins'
+        : !topics.has(topic) && topics.size >= this.quotas.channelsPerConnection ? 'channels' : undefined;
+    if (refused) {
+      this.counts.joinsRefused[refused] += 1;
+      reply(socket, frame, 'error', { reason: quotaReasons[refused] });
+      // Too many joins: hosted tells the transport to disconnect.
+      if (refused === 'joins') socket.close(1000, 'disconnect');
+      return;
+    }
+    this.joinRate.add();
+    this.counts.joins += 1;
+    // Held from now, as hosted registers the channel before it checks the token: joins that arrive
+    // together are counted against the connection's channels together.
+    const wasHeld = topics.has(topic);
+    topics.add(topic);
     try {
       const token = typeof payload.access_token === 'string' ? payload.access_token : undefined;
       const claims = token ? await this.verify(token) : apiKeyClaims;
       if (!claims) throw new Error('no token: join with an agent\'s access token');
       if (config.private) await this.mayJoin(claims, topic.replace(/^realtime:/, ''));
+      // Gone while its join was judged: nothing to hold for it, nor to count.
+      if (socket.readyState !== socket.OPEN) return;
       this.leave(socket, topic);
       if (!this.listeners.has(topic)) this.listeners.set(topic, new Set());
       this.listeners.get(topic)!.add({ socket, joinRef: joinRef ?? '', private: Boolean(config.private) });
+      topics.add(topic);
+      this.counted.add(socket);
       reply(socket, frame, 'ok', { postgres_changes: [] });
     } catch (err) {
+      if (!wasHeld) topics.delete(topic);
       reply(socket, frame, 'error', { reason: (err as Error).message });
     }
   }
 
   private leave(socket: WebSocket, topic: string): void {
+    this.held.get(socket)?.delete(topic);
     const set = this.listeners.get(topic);
     if (!set) return;
     for (const joined of set) if (joined.socket === socket) set.delete(joined);
@@ -226,8 +316,16 @@ class RealtimeServer {
       return;
     }
     const topic = `realtime:${message.topic}`;
+    // As hosted's broadcast from the database: a payload over the plan's size, or any message while
+    // messages per second are over the quota, is dropped; each one sent, and each delivery, counts.
+    if (Buffer.byteLength(JSON.stringify(message.payload ?? null)) > this.quotas.payloadBytes) return void (this.counts.messagesDropped.payload += 1);
+    if (this.messageRate.triggered) return void (this.counts.messagesDropped.rate += 1);
+    this.messageRate.add();
+    this.counts.messagesSent += 1;
     for (const joined of this.listeners.get(topic) ?? []) {
       if (joined.private !== Boolean(message.private)) continue;
+      this.messageRate.add();
+      this.counts.messagesDelivered += 1;
       send(joined.socket, [joined.joinRef, null, topic, 'broadcast', { type: 'broadcast', event: message.event, payload: message.payload }]);
     }
   }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { stackPaths } from '../../stack/paths.js';
 import { cliEntry, configOf, settingsLines, writeSecretFile } from '../context.js';
-import { ExitError, exitCodes, exitWhenDone } from '../exit.js';
+import { ExitError, exitCodes, exitWhenDone, usageError } from '../exit.js';
 import { emit } from '../output.js';
 import { fields } from '../../text/format.js';
 
@@ -11,11 +11,13 @@ export function registerStack(program: Command): void {
 
   stack.command('start')
     .description('start the stack in the background and wait until its API answers')
-    .addHelpText('after', '\nExample:\n  $ baton stack start --api-port 54321 --db-port 54322\n  $ eval "$(baton stack env)"')
-    .action(async (_opts, command: Command) => {
+    .option('--realtime-plan <plan>', realtimePlanHelp)
+    .addHelpText('after', '\nExample:\n  $ baton stack start --api-port 54321 --db-port 54322\n  $ baton stack start --realtime-plan pro\n  $ eval "$(baton stack env)"')
+    .action(async (opts: { realtimePlan?: string }, command: Command) => {
       const config = configOf(command);
+      const realtimePlan = await checkedPlan(opts.realtimePlan ?? config.realtimePlan);
       const { alreadyRunning, runtime } = await (await import('../../stack/background.js')).startInBackground({
-        dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, cliEntry,
+        dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, cliEntry, realtimePlan,
       });
       emit(config, { running: true, alreadyRunning, ...runtime, dir: config.stackDir }, () =>
         alreadyRunning
@@ -37,6 +39,20 @@ export function registerStack(program: Command): void {
   registerStackServe(stack);
 }
 
+const realtimePlanHelp = 'the Realtime quotas to keep, as a hosted plan does: free (the default), pro, team, or numbers (free,connections=5,messages=3); BATON_REALTIME_PLAN';
+
+/** The plan as given, once it reads as one (a usage error that says how to write it, if not). */
+async function checkedPlan(plan: string | undefined): Promise<string | undefined> {
+  if (plan === undefined) return undefined;
+  const { parseRealtimePlan } = await import('../../stack/quotas.js');
+  try {
+    parseRealtimePlan(plan);
+  } catch (err) {
+    throw usageError((err as Error).message, 'e.g. --realtime-plan pro, or --realtime-plan free,connections=5 (docs/stack.md, "Hosted\'s quotas")');
+  }
+  return plan;
+}
+
 /** The --dir the command was given, to repeat in a hint; none if the folder came from elsewhere. */
 function dirFlag(command: Command): string {
   const { dir } = command.optsWithGlobals<{ dir?: string }>();
@@ -47,13 +63,15 @@ function dirFlag(command: Command): string {
 function registerStackServe(stack: Command): void {
   stack.command('serve')
     .description('run the stack in the foreground until SIGINT or SIGTERM (what `start` runs in the background; for containers and service managers)')
+    .option('--realtime-plan <plan>', realtimePlanHelp)
     .addHelpText('after', '\nExample:\n  $ baton stack serve --dir /data --api-host 0.0.0.0')
-    .action(async (_opts, command: Command) => {
+    .action(async (opts: { realtimePlan?: string }, command: Command) => {
       const config = configOf(command);
+      const realtimePlan = await checkedPlan(opts.realtimePlan ?? config.realtimePlan);
       // Postgres, PostgREST and the gateway load only for the command that runs them.
       const { startStack } = await import('../../stack/index.js');
       const log = (await import('../../logger.js')).createLogger();
-      const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log });
+      const running = await startStack({ dir: config.stackDir, apiHost: config.apiHost, apiPort: config.apiPort, dbPort: config.dbPort, log, realtimePlan });
       await new Promise<void>((resolve) => {
         // Stopped once, whatever comes after: a second signal (a second Ctrl-C, a supervisor that
         // repeats itself) must not end the process halfway, leaving its Postgres and PostgREST running.
