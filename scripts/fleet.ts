@@ -22,14 +22,17 @@ export interface FleetStack {
   close(): Promise<void>;
 }
 
-/** An embedded stack in a throwaway folder, with the quotas raised as an operator does for a bulk run. */
-export async function fleetStack(prefix: string): Promise<FleetStack> {
+/**
+ * An embedded stack in a throwaway folder, with Baton's quotas raised as an operator does for a bulk
+ * run, and Realtime's plan as given (none by default: the soak and the chaos run measure Baton, not a plan).
+ */
+export async function fleetStack(prefix: string, { realtimePlan = 'unlimited' }: { realtimePlan?: string } = {}): Promise<FleetStack> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `baton-${prefix}-`));
   fs.chmodSync(dir, 0o755);
   const work = path.join(dir, 'work');
   fs.mkdirSync(work);
   const apiPort = await freePort();
-  const stack = await startStack({ dir: path.join(dir, 'stack'), apiPort, dbPort: await freePort([apiPort]) });
+  const stack = await startStack({ dir: path.join(dir, 'stack'), apiPort, dbPort: await freePort([apiPort]), realtimePlan });
   const { env } = stack;
   const db = new pg.Pool({ connectionString: env.DATABASE_URL, max: 4 });
   db.on('error', () => undefined);

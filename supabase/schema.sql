@@ -4223,14 +4223,15 @@ begin
       where m.status = 'pending' and (m.was <> 'pending' or m.readdressed or m.released)
         and m.not_before is distinct from 'infinity'::timestamptz
       union all
-      -- News of a task for its sender and its holders, old and new, each named once.
+      -- News of a task for its sender and its holders, old and new, each named once, but not for the
+      -- agent whose call made the change: it knows.
       select 'agent:' || w.who, 'task', m.id, m.status, null
       from moved m
       cross join lateral unnest(array[
         m.from_agent,
         case when m.claimed_by <> m.from_agent then m.claimed_by end,
         case when m.held_by <> m.from_agent and m.held_by is distinct from m.claimed_by then m.held_by end]) as w (who)
-      where w.who is not null and (m.status <> m.was or m.progressed)
+      where w.who is not null and w.who is distinct from actor and (m.status <> m.was or m.progressed)
     ) u
     group by u.topic, u.event
   ) a;

@@ -13,7 +13,7 @@ import { ownStack } from './own-stack.js';
 const own = ownStack('quota-messages', { realtimePlan: 'free,messages=4' });
 
 async function metrics(): Promise<Record<string, number>> {
-  const text = await (await fetch(`${own.env.SUPABASE_URL}/realtime/v1/metrics`, { headers: { apikey: own.env.SUPABASE_SECRET_KEY } })).text();
+  const text = await (await fetch(`${own.env.SUPABASE_URL}/metrics`, { headers: { apikey: own.env.SUPABASE_SECRET_KEY } })).text();
   return Object.fromEntries(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
 }
 

@@ -77,6 +77,11 @@ export class PushListener {
     private readonly meanwhile = 'polling instead',
   ) {}
 
+  /** The topics it listens on. */
+  get listening(): readonly string[] {
+    return this.topics;
+  }
+
   /** Whether it is waiting to join again after Realtime refused it for a quota. */
   get refused(): boolean {
     return this.retry !== undefined;

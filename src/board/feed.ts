@@ -10,8 +10,12 @@ import type { Logger } from '../logger.js';
 import { agentTopics, PushListener, type PushedTask } from '../agent/push.js';
 import type { BoardData } from './data.js';
 
-/** How many channels the operator's board joins at most (one per agent and capability, and open work). */
-export const maxTopics = 500;
+/**
+ * How many channels the operator's board joins at most (one per agent and capability, and open work):
+ * the channels one connection may hold on every hosted plan (Realtime refuses the next join with
+ * "ChannelRateLimitReached"). Past them, the slow look catches what their topics would have carried.
+ */
+export const maxTopics = 100;
 
 export class BoardFeed {
   private readonly pages = new Set<http.ServerResponse>();
@@ -83,7 +87,9 @@ export class BoardFeed {
     }
     if (this.push) {
       const before = this.push.up;
-      this.push.listenAlso(topics);
+      // Never past maxTopics in all: the ones joined before stay.
+      const joined = new Set(this.push.listening);
+      this.push.listenAlso(topics.filter((t) => !joined.has(t)).slice(0, Math.max(0, maxTopics - joined.size)));
       if (before && !this.push.up) this.listeningSince = Date.now();
       return;
     }

@@ -16,7 +16,10 @@ import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { decodeJwt, type JWK } from 'jose';
 import { refuseTokenHeader, type AcceptedTokens } from '../tokens.js';
-import { REALTIME_METRICS_PATH, REALTIME_PATH, type RealtimeHandle } from './realtime.js';
+import { REALTIME_PATH, type RealtimeHandle } from './realtime.js';
+
+/** Where the gateway serves the stack's metrics: its requests, and what Realtime carries against its quotas (the secret key only). */
+export const METRICS_PATH = '/metrics';
 import { Turns } from './turns.js';
 
 const REST_PREFIX = '/rest/v1';
@@ -99,6 +102,8 @@ class Gateway {
   private readonly jwksBody: string;
   private readonly roleTokens = new Map<string, { token: Promise<string>; renewAt: number }>();
   private readonly server: http.Server;
+  /** HTTP requests taken since it started, for the metrics. */
+  private requests = 0;
   /** Upgraded sockets leave the HTTP server's books, so they are kept here to close with the gateway. */
   private readonly upgraded = new Set<Duplex>();
 
@@ -133,7 +138,8 @@ class Gateway {
   private request(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname === '/health') return reply(res, 200, { status: 'ok' });
-    if (url.pathname === REALTIME_METRICS_PATH && this.realtime) return this.realtimeMetrics(req, res);
+    if (url.pathname === METRICS_PATH) return this.metrics(req, res);
+    this.requests += 1;
     if (url.pathname === JWKS_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=600', 'access-control-allow-origin': '*' });
       return void res.end(req.method === 'GET' ? this.jwksBody : undefined);
@@ -233,15 +239,15 @@ class Gateway {
     req.pipe(upstream);
   }
 
-  /** What Realtime carries against the plan's quotas (Prometheus's text), for the secret key only. */
-  private realtimeMetrics(req: http.IncomingMessage, res: http.ServerResponse): void {
+  /** The stack's metrics in Prometheus's text: requests, and Realtime against its quotas; the secret key only. */
+  private metrics(req: http.IncomingMessage, res: http.ServerResponse): void {
     const apiKey = req.headers.apikey as string | undefined;
     const legacyRole = apiKey && this.legacy.has(apiKey) ? (decodeJwt(apiKey).role as string | undefined) : undefined;
     if (!apiKey || (this.keys.opaque[apiKey] ?? legacyRole) !== 'service_role') {
-      return reply(res, 401, { message: 'Realtime\'s metrics are for the secret (service-role) key', hint: 'Send SUPABASE_SECRET_KEY as the apikey header.' });
+      return reply(res, 401, { message: 'the stack\'s metrics are for the secret (service-role) key', hint: 'Send SUPABASE_SECRET_KEY as the apikey header.' });
     }
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-    res.end(this.realtime!.metrics());
+    res.end(`# HELP baton_gateway_requests_total HTTP requests the gateway took since it started (REST and the JWKS; not health checks, nor these metrics).\n# TYPE baton_gateway_requests_total counter\nbaton_gateway_requests_total ${this.requests}\n${this.realtime?.metrics() ?? ''}`);
   }
 
   /** Realtime's WebSocket: the API key comes in the query string, as realtime-js sends it. */

@@ -19,8 +19,7 @@ import type { Logger } from 'pino';
 import { parseRealtimePlan, RateCounter, type RealtimeQuotas } from './quotas.js';
 
 export const REALTIME_PATH = '/realtime/v1/websocket';
-/** Where the gateway serves what Realtime carries against its quotas (the secret key only). */
-export const REALTIME_METRICS_PATH = '/realtime/v1/metrics';
+
 /** The channel realtime.send() raises a NOTIFY on while the doorbell is set. */
 const CHANNEL = 'realtime_broadcast';
 /**
@@ -280,13 +279,15 @@ class RealtimeServer {
     // together are counted against the connection's channels together.
     const wasHeld = topics.has(topic);
     topics.add(topic);
+    const wasCounted = this.counted.has(socket);
+    this.counted.add(socket);
     try {
       const token = typeof payload.access_token === 'string' ? payload.access_token : undefined;
       const claims = token ? await this.verify(token) : apiKeyClaims;
       if (!claims) throw new Error('no token: join with an agent\'s access token');
       if (config.private) await this.mayJoin(claims, topic.replace(/^realtime:/, ''));
       // Gone while its join was judged: nothing to hold for it, nor to count.
-      if (socket.readyState !== socket.OPEN) return;
+      if (socket.readyState !== socket.OPEN) return void this.counted.delete(socket);
       this.leave(socket, topic);
       if (!this.listeners.has(topic)) this.listeners.set(topic, new Set());
       this.listeners.get(topic)!.add({ socket, joinRef: joinRef ?? '', private: Boolean(config.private) });
@@ -295,6 +296,7 @@ class RealtimeServer {
       reply(socket, frame, 'ok', { postgres_changes: [] });
     } catch (err) {
       if (!wasHeld) topics.delete(topic);
+      if (!wasCounted && topics.size === 0) this.counted.delete(socket);
       reply(socket, frame, 'error', { reason: (err as Error).message });
     }
   }
