@@ -1,7 +1,7 @@
 /**
  * Whether Baton stays flat as its history grows: at each size of history, a retention pass (the sweep
  * that deletes up to retention_batch finished tasks), a claim, a hand-off and the board's overview (as
- * the agent's board and as the operator's), each timed through the API as its caller makes it. Medians of HISTORY_RUNS calls at each size, and the ratio of the largest
+ * the worker's board, the board of the sender of the whole history, and the operator's), each timed through the API as its caller makes it. Medians of HISTORY_RUNS calls at each size, and the ratio of the largest
  * size to the smallest.
  *
  * The history is seeded as real completions leave it: one task is handed off, claimed, asked about and
@@ -39,7 +39,7 @@ const stack = await startStackProcess(dir);
 const db = new pg.Pool({ connectionString: stack.env.DATABASE_URL, max: 2 });
 db.on('error', () => undefined);
 
-interface Row { size: number; retention: number; deleted: number; claim: number; handoff: number; agentOverview: number; operatorOverview: number }
+interface Row { size: number; retention: number; deleted: number; claim: number; handoff: number; agentOverview: number; senderOverview: number; operatorOverview: number }
 
 try {
   const { env } = stack;
@@ -52,6 +52,8 @@ try {
   const sender = await connect('history-sender');
   const worker = await connect('history-worker');
   const agentBoard = new BoardData({ kind: 'agent', client: worker });
+  // The sender of the whole history, whose board sees every task of it.
+  const senderBoard = new BoardData({ kind: 'agent', client: sender });
   const operatorBoard = new BoardData({ kind: 'operator', admin });
 
   // The template: one task as a real completion leaves it, and a direct message.
@@ -135,23 +137,25 @@ try {
     }
     // The board's overview, as it reads it on every visit: the counts, the last hour, the agents.
     const agentOverview: number[] = [];
+    const senderOverview: number[] = [];
     const operatorOverview: number[] = [];
     for (let i = 0; i < RUNS * 4; i++) {
       agentOverview.push(await timed(() => agentBoard.overview()));
+      senderOverview.push(await timed(() => senderBoard.overview()));
       operatorOverview.push(await timed(() => operatorBoard.overview()));
     }
-    rows.push({ size, retention: median(retention), deleted: median(deleted), claim: median(claim), handoff: median(handoff), agentOverview: median(agentOverview), operatorOverview: median(operatorOverview) });
-    say(`  ${size.toLocaleString('en')}: retention ${median(retention).toFixed(0)} ms (${median(deleted)} tasks), claim ${median(claim).toFixed(1)} ms, hand-off ${median(handoff).toFixed(1)} ms, overview ${median(agentOverview).toFixed(1)} ms (agent), ${median(operatorOverview).toFixed(1)} ms (operator)`);
+    rows.push({ size, retention: median(retention), deleted: median(deleted), claim: median(claim), handoff: median(handoff), agentOverview: median(agentOverview), senderOverview: median(senderOverview), operatorOverview: median(operatorOverview) });
+    say(`  ${size.toLocaleString('en')}: retention ${median(retention).toFixed(0)} ms (${median(deleted)} tasks), claim ${median(claim).toFixed(1)} ms, hand-off ${median(handoff).toFixed(1)} ms, overview ${median(agentOverview).toFixed(1)} ms (the worker), ${median(senderOverview).toFixed(1)} ms (the sender), ${median(operatorOverview).toFixed(1)} ms (operator)`);
   }
 
   const first = rows[0]!;
   const last = rows.at(-1)!;
   say(`\nHistory of finished tasks, medians of ${RUNS} retention passes and ${RUNS * 4} claims, hand-offs and overviews, through the API`);
-  say('| finished tasks | retention pass ms (tasks deleted) | claim ms | hand-off ms | overview ms, agent | overview ms, operator |');
-  say('| --- | --- | --- | --- | --- | --- |');
-  for (const row of rows) say(`| ${row.size.toLocaleString('en')} | ${row.retention.toFixed(0)} (${row.deleted}) | ${row.claim.toFixed(1)} | ${row.handoff.toFixed(1)} | ${row.agentOverview.toFixed(1)} | ${row.operatorOverview.toFixed(1)} |`);
+  say('| finished tasks | retention pass ms (tasks deleted) | claim ms | hand-off ms | overview ms, the worker | overview ms, the sender | overview ms, operator |');
+  say('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const row of rows) say(`| ${row.size.toLocaleString('en')} | ${row.retention.toFixed(0)} (${row.deleted}) | ${row.claim.toFixed(1)} | ${row.handoff.toFixed(1)} | ${row.agentOverview.toFixed(1)} | ${row.senderOverview.toFixed(1)} | ${row.operatorOverview.toFixed(1)} |`);
   const ratio = (key: keyof Row) => `${(last[key] / first[key]).toFixed(2)}×`;
-  say(`| ${last.size.toLocaleString('en')} ÷ ${first.size.toLocaleString('en')} | ${ratio('retention')} | ${ratio('claim')} | ${ratio('handoff')} | ${ratio('agentOverview')} | ${ratio('operatorOverview')} |`);
+  say(`| ${last.size.toLocaleString('en')} ÷ ${first.size.toLocaleString('en')} | ${ratio('retention')} | ${ratio('claim')} | ${ratio('handoff')} | ${ratio('agentOverview')} | ${ratio('senderOverview')} | ${ratio('operatorOverview')} |`);
 } finally {
   await db.end();
   await stack.stop();

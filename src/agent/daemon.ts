@@ -34,6 +34,11 @@ import { untraced } from '../telemetry/tracing.js';
  * lost (seen once in a loaded full run of the suite: push down 40 s after a gateway restart).
  */
 const pushStuckMs = 20_000;
+/**
+ * While push is refused for a quota, a poll that finds nothing waits twice as long before the next
+ * claims (from 5 s), up to this: an idle fleet that polls stays a few requests a second in all.
+ */
+const REFUSED_IDLE_POLL_MAX_MS = 30_000;
 /** How long the poll claims on every turn after the safety net found work push had not announced. */
 const LOSSY_PUSH_MS = 5 * 60_000;
 /** After an outage, each daemon listens again within this much of the API's return (at random). */
@@ -105,6 +110,11 @@ export class BatonAgent {
     safetyNet: false,
     /** Until then, the poll claims every time even while push is up: push missed work lately. */
     lossyUntil: 0,
+    /** The claim under way is the poll's, made while Realtime refuses push for a quota. */
+    refusedPoll: false,
+    /** While push is refused: polls in a row that found nothing, and no poll claim before `idleUntil`. */
+    idlePolls: 0,
+    idleUntil: 0,
     /** No claims before this time: what does the work could not be reached (UnavailableError). */
     pausedUntil: 0,
     pauseMs: 0,
@@ -257,11 +267,13 @@ export class BatonAgent {
             const polled = await this.pollRound();
             // The safety net claims on its own, while push is up: what it finds, push did not announce.
             this.claims.safetyNet = polled && pushUp && !claim;
+            this.claims.refusedPoll = polled && Boolean(this.push?.refused) && !claim;
             claim = polled || claim;
           }
           if (wakes.has('results')) await this.deliver();
           if (claim) await this.claimFree();
           this.claims.safetyNet = false;
+          this.claims.refusedPoll = false;
         });
         this.outage.ok();
       } catch (err) {
@@ -289,6 +301,8 @@ export class BatonAgent {
     }
     if (this.push?.up) this.pushRetry = { failures: 0, until: 0 };
     if (this.push?.up && Date.now() >= this.claims.lossyUntil && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
+    // Push refused for a quota: polls that find nothing space out, up to REFUSED_IDLE_POLL_MAX_MS.
+    if (this.push?.refused && Date.now() < this.claims.idleUntil) return false;
     this.claims.lastOnPoll = Date.now();
     await this.deliver();
     return true;
@@ -365,8 +379,13 @@ export class BatonAgent {
    */
   private track(request: Promise<Task[]>, wanted: number): Promise<void> {
     const safetyNet = this.claims.safetyNet;
+    const refusedPoll = this.claims.refusedPoll;
     const settled = request.then((tasks) => {
       this.claims.lastFull = tasks.length === wanted;
+      if (refusedPoll) {
+        this.claims.idlePolls = tasks.length ? 0 : this.claims.idlePolls + 1;
+        this.claims.idleUntil = this.claims.idlePolls ? Date.now() + Math.min(REFUSED_IDLE_POLL_MAX_MS, 2_500 * 2 ** this.claims.idlePolls) : 0;
+      }
       if (safetyNet && tasks.length) this.pushMissed(tasks.length);
       for (const task of tasks) {
         if (this.stopping) void this.release(task, 'released on shutdown', 'released on shutdown');
