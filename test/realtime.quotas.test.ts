@@ -107,8 +107,8 @@ describe('the embedded stack at a plan\'s Realtime quotas', () => {
     await own.gateway.start();
     await eventually(async () => ds.every(isUp), 90_000, 'both back on push');
     const after = await metrics();
-    // Two topics each, joined again once (a try or two more at most), none refused for joins per second.
-    expect(after.baton_realtime_joins_total - before.baton_realtime_joins_total).toBeLessThanOrEqual(8);
+    // Two topics each, joined again a few times at most (a rejoin or two while the gateway comes back), none refused for joins per second.
+    expect(after.baton_realtime_joins_total! - before.baton_realtime_joins_total!).toBeLessThanOrEqual(16);
     expect(after['baton_realtime_joins_refused_total{quota="joins"}']).toBe(before['baton_realtime_joins_refused_total{quota="joins"}']);
     const sender = await own.newAgent('quota-after');
     const task = await sender.client.handoff({ to: agents[0]!.id, title: 'after the restart' });

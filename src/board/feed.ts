@@ -11,11 +11,12 @@ import { agentTopics, PushListener, type PushedTask } from '../agent/push.js';
 import type { BoardData } from './data.js';
 
 /**
- * How many channels the operator's board joins at most (one per agent and capability, and open work):
- * the channels one connection may hold on every hosted plan (Realtime refuses the next join with
- * "ChannelRateLimitReached"). Past them, the slow look catches what their topics would have carried.
+ * How many channels the operator's board joins at most (one per agent and capability, and open work).
+ * More than the 100 channels a connection may hold on a hosted plan: a hosted project's operator board
+ * with more agents than that has its joins refused and falls back to its look every second (left to do:
+ * a board that listens within the plan's channels).
  */
-export const maxTopics = 100;
+export const maxTopics = 500;
 
 export class BoardFeed {
   private readonly pages = new Set<http.ServerResponse>();
@@ -87,9 +88,7 @@ export class BoardFeed {
     }
     if (this.push) {
       const before = this.push.up;
-      // Never past maxTopics in all: the ones joined before stay.
-      const joined = new Set(this.push.listening);
-      this.push.listenAlso(topics.filter((t) => !joined.has(t)).slice(0, Math.max(0, maxTopics - joined.size)));
+      this.push.listenAlso(topics);
       if (before && !this.push.up) this.listeningSince = Date.now();
       return;
     }
