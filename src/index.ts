@@ -6,5 +6,6 @@ export { loadConfig, defaults, type BatonConfig } from './config.js';
 export { startStack, type Stack, type StackOptions, type StackEnv } from './stack/index.js';
 export { generateSigningKey, mintAgentToken, mintRoleToken, parseSigningKey, publicJwk, SigningKey, type TokenSigner } from './tokens.js';
 export { createAgent, BatonAgent, type AgentOptions } from './agent/daemon.js';
+export { Channels, processChannels, HOSTED_CHANNELS_PER_CONNECTION } from './client/channels.js';
 export { builtInJoin, JOIN_TASK_TYPE, RetryableError, RETRY_EXIT_CODE, UnavailableError, type Executor, type Executors, type ExecutorContext, type Handler, type ShellExecutor } from './agent/executors.js';
 export type { ArtifactContent, LinkedArtifact, ResolvedArtifact } from './client/artifacts.js';

@@ -517,6 +517,7 @@ export class BatonAgent {
       began: (incarnation, startedAt) => this.upkeep.heardIncarnation(incarnation, startedAt),
       news: (tasks) => this.runner.heard(tasks.map((t) => t.id)),
       meanwhile: `polling on its poll schedule (${this.poll}) instead`,
+      channels: this.options.channels, token: this.options.token,
     });
   }
 

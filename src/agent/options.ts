@@ -8,6 +8,7 @@ import { ConfigError, namedVariable } from '../config.js';
 import { durationExample, parseDuration } from '../durations.js';
 import type { Logger } from 'pino';
 import type { AgentKeyOptions } from '../client/connection.js';
+import type { Channels } from '../client/channels.js';
 import type { Message, Task } from '../schemas.js';
 import type { Executor, Executors } from './executors.js';
 import type { AgentRuntime } from '../contract.js';
@@ -62,6 +63,11 @@ export interface AgentOptions extends AgentKeyOptions {
    * the poll slows to a safety net (`slowPollSeconds`) while every channel is up.
    */
   push?: boolean;
+  /**
+   * Realtime channels shared with the other agents this process runs (`new Channels(…)`): one
+   * connection for up to 100 channels, whoever listens on them, where each agent alone holds its own.
+   */
+  channels?: Channels;
   /** While push is up, claim on the poll only this often, in seconds (default 60). */
   slowPollSeconds?: number;
   /** Serve Prometheus metrics at /metrics on this port (0: a free one); off when unset. */
@@ -141,6 +147,11 @@ function executorSpec(runtimes: ReadonlyArray<AgentRuntime<unknown>>) {
 export async function agentFileSchema() {
   const [{ runtimes }, { OpenClawSpec }] = await Promise.all([import('../runtimes/index.js'), import('../runtimes/openclaw.js')]);
   return z.strictObject({
+    /**
+     * The environment variable (or .env line) holding this agent's token, where one process runs
+     * several agents (`baton agent run --config a.json --config b.json`); BATON_AGENT_TOKEN otherwise.
+     */
+    tokenEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be an environment variable\'s name, e.g. BATON_REVIEWER_TOKEN' }).optional(),
     displayName: z.string().optional(),
     capabilities: z.array(z.string()).optional(),
     skillsOffered: z.json().optional(),

@@ -5,10 +5,10 @@
  * rejoins channels and reconnects with backoff by itself; this tracks whether every channel is up, so
  * the daemon can poll fast while one is not.
  */
-import type { RealtimeChannel } from '@supabase/supabase-js';
 import type { Logger } from 'pino';
 import type { BatonClient } from '../client/agent.js';
-import { takeConnectionRefusal, type BatonDb } from '../client/connection.js';
+import { Channels } from '../client/channels.js';
+import type { BatonDb } from '../client/connection.js';
 import { finalStatuses, type TaskStatus } from '../schemas.js';
 import type { Bell } from './bell.js';
 
@@ -54,8 +54,17 @@ export function agentTopics(agent: { id: string; capabilities: readonly string[]
   return [`agent:${agent.id}`, 'tasks:open', ...agent.capabilities.map((c) => `capability:${c}`)];
 }
 
+/**
+ * Where a listener joins: a client's own connection (Channels.of(db): more like it past 100 channels),
+ * or channels shared by the listeners of one process, each joined with `token`, an agent's token.
+ */
+export type PushSource = BatonDb | { channels: Channels; token?: string };
+
 export class PushListener {
-  private readonly channels: RealtimeChannel[] = [];
+  private readonly channels: Channels;
+  private readonly token: string | undefined;
+  /** How to leave each channel joined in this round. */
+  private readonly leaves: Array<() => Promise<void>> = [];
   private readonly joined = new Set<string>();
   private wasUp = false;
   /** Since when not every channel is joined (from the start, until they are). */
@@ -68,14 +77,18 @@ export class PushListener {
   private retry: NodeJS.Timeout | undefined;
 
   constructor(
-    /** The connection to listen with: an agent's (its topics) or the operator's (any topic). */
-    private readonly db: BatonDb,
+    /** Where to listen: an agent's connection (its topics), the operator's (any topic), or a process's shared channels. */
+    source: PushSource,
     private readonly topics: string[],
     private readonly handlers: PushHandlers,
     private readonly log: Logger,
     /** What the caller does meanwhile while push is refused, as its log line says it. */
     private readonly meanwhile = 'polling instead',
-  ) {}
+  ) {
+    const given = 'channels' in source && source.channels instanceof Channels ? source as { channels: Channels; token?: string } : undefined;
+    this.channels = given?.channels ?? Channels.of(source as BatonDb);
+    this.token = given?.token;
+  }
 
   /** The topics it listens on. */
   get listening(): readonly string[] {
@@ -114,45 +127,50 @@ export class PushListener {
 
   private join(topic: string): void {
     const round = this.round;
-    const channel = this.db.channel(topic, { config: { private: true } })
-      .on('broadcast', { event: 'work' }, ({ payload }) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []))
-      .on('broadcast', { event: 'task' }, ({ payload }) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []))
-      .on('broadcast', { event: 'incarnation' }, ({ payload }) => {
+    const events: Record<string, (payload: unknown) => void> = {
+      work: (payload) => this.handlers.work((payload as { tasks?: PushedTask[] }).tasks ?? []),
+      task: (payload) => this.handlers.news((payload as { tasks?: PushedTask[] }).tasks ?? []),
+      incarnation: (payload) => {
         const { incarnation, started_at: startedAt } = payload as { incarnation?: unknown; started_at?: string };
         if (typeof incarnation === 'string') this.handlers.began?.(incarnation, startedAt);
-      });
-    channel.subscribe((status, err) => {
-      // Leaving on purpose is no outage to report.
-      if (this.stopping || round !== this.round) return;
-      if (status === 'CHANNEL_ERROR') {
-        // Refused at the join (hosted's reason in the reply), or the connection refused (HTTP 429).
-        const connection = takeConnectionRefusal(this.db);
-        const reason = isQuotaRefusal(err?.message) ? err!.message : connection && /^HTTP 429/.test(connection) ? `${connection} (the plan's connections or joins per second)` : undefined;
-        if (reason) return void this.refuse(reason);
-      }
-      if (status === 'SUBSCRIBED') this.joined.add(topic);
-      else this.joined.delete(topic);
-      if (this.up && !this.wasUp) {
-        if (this.refusals) this.log.info({ topics: this.topics, refusals: this.refusals }, 'push is back after Realtime refused it: listening again');
-        else this.log.info({ topics: this.topics }, 'push is up: listening for work');
-        this.refusals = 0;
-        this.handlers.up();
-      } else if (!this.up && this.wasUp) {
-        this.log.warn({ topic, status, err: err?.message }, 'push is down: polling at the fast rhythm until it is back');
-      } else if (status !== 'SUBSCRIBED' && status !== 'CLOSED') {
-        this.log.warn({ topic, status, err: err?.message }, 'could not listen; polling instead');
-      }
-      this.wasUp = this.up;
-      if (this.up) this.downSince = undefined;
-      else this.downSince ??= Date.now();
-    });
-    this.channels.push(channel);
+      },
+    };
+    this.leaves.push(this.channels.join(topic, {
+      broadcast: (event, payload) => { if (round === this.round && !this.stopping) events[event]?.(payload ?? {}); },
+      status: (status, err, connection) => this.heard(topic, round, status, err, connection),
+    }, this.token));
+  }
+
+  private heard(topic: string, round: number, status: string, err: Error | undefined, connection: string | undefined): void {
+    // Leaving on purpose is no outage to report.
+    if (this.stopping || round !== this.round) return;
+    if (status === 'CHANNEL_ERROR') {
+      // Refused at the join (hosted's reason in the reply), or the connection refused (HTTP 429).
+      const reason = isQuotaRefusal(err?.message) ? err!.message : connection && /^HTTP 429/.test(connection) ? `${connection} (the plan's connections or joins per second)` : undefined;
+      if (reason) return void this.refuse(reason);
+    }
+    if (status === 'SUBSCRIBED') this.joined.add(topic);
+    else this.joined.delete(topic);
+    if (this.up && !this.wasUp) {
+      if (this.refusals) this.log.info({ topics: this.topics, refusals: this.refusals }, 'push is back after Realtime refused it: listening again');
+      else this.log.info({ topics: this.topics }, 'push is up: listening for work');
+      this.refusals = 0;
+      this.handlers.up();
+    } else if (!this.up && this.wasUp) {
+      this.log.warn({ topic, status, err: err?.message }, 'push is down: polling at the fast rhythm until it is back');
+    } else if (status !== 'SUBSCRIBED' && status !== 'CLOSED') {
+      this.log.warn({ topic, status, err: err?.message }, 'could not listen; polling instead');
+    }
+    this.wasUp = this.up;
+    if (this.up) this.downSince = undefined;
+    else this.downSince ??= Date.now();
   }
 
   /**
    * Refused for a quota: leaves every channel, so that realtime-js does not rejoin on its own every few
-   * seconds, and lets the connection go, so that it holds none the plan counts; says so once, and
-   * joins again after pushRetryMs. Hosted may disable Realtime for a project whose clients loop.
+   * seconds, and lets the connection go once no listener holds a channel on it, so that the plan counts
+   * none; says so once, and joins again after pushRetryMs. Hosted may disable Realtime for a project
+   * whose clients loop.
    */
   private refuse(reason: string): void {
     if (this.stopping || this.retry) return;
@@ -165,29 +183,26 @@ export class PushListener {
     const line = { reason, refusals: this.refusals, retryInSeconds: Math.round(waitMs / 1000) };
     if (this.refusals === 1) this.log.warn(line, `push refused by Realtime (${reason}): ${this.meanwhile}, and listening again later (the wait doubles while it is refused, up to ${PUSH_RETRY_MAX_MS / 60_000} min)`);
     else this.log.debug(line, 'push refused again');
-    const left = this.channels.splice(0);
+    const left = this.leaves.splice(0);
     this.retry = setTimeout(() => {
       this.retry = undefined;
       if (!this.stopping) this.start();
     }, waitMs);
     this.retry.unref();
-    void Promise.all(left.map((c) => this.db.removeChannel(c))).then(() => {
-      if (this.db.realtime.getChannels().length === 0) this.db.realtime.disconnect();
-    });
+    void Promise.all(left.map((leave) => leave()));
     this.handlers.refused?.(reason);
   }
 
   /**
-   * Leaves its channels, and closes the connection once no listener on it has any left, so nothing
-   * keeps the process alive (the A2A facade follows several tasks of one caller over one connection).
+   * Leaves its channels; a connection is closed once no listener has any left on it, so nothing keeps
+   * the process alive (the A2A facade follows several tasks of one caller over one connection).
    */
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.retry);
     this.retry = undefined;
-    await Promise.all(this.channels.splice(0).map((c) => this.db.removeChannel(c)));
+    await Promise.all(this.leaves.splice(0).map((leave) => leave()));
     this.joined.clear();
-    if (this.db.realtime.getChannels().length === 0) this.db.realtime.disconnect();
   }
 }
 
@@ -197,8 +212,8 @@ export class PushListener {
  * beginning as the agent is told to `began`.
  */
 export function listenForWork(client: BatonClient, topics: string[], bell: Bell, log: Logger,
-  also: { began?: PushHandlers['began']; news?: PushHandlers['news']; meanwhile?: string } = {}): PushListener {
-  const push = new PushListener(client.db, topics, {
+  also: { began?: PushHandlers['began']; news?: PushHandlers['news']; meanwhile?: string; channels?: Channels; token?: string } = {}): PushListener {
+  const push = new PushListener(also.channels ? { channels: also.channels, token: also.token } : client.db, topics, {
     work: (tasks) => {
       bell.ring('work');
       const due = Math.min(...tasks.map((t) => (t.not_before ? Date.parse(t.not_before) : Infinity)));

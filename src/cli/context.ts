@@ -74,16 +74,22 @@ async function endpoint(config: BatonConfig): Promise<Endpoint> {
  * Where and as whom an agent acts. The API key is only the gateway's ticket: the agent's token decides
  * who acts, so the protocol's shared MC_SERVICE_KEY may stand in for a missing anon key.
  */
-export async function agentEndpoint(config: BatonConfig): Promise<{ url: string; publishableKey?: string; anonKey?: string; token: string }> {
+/** Where agents reach the project, and the API key they send: no token yet. */
+export async function agentProject(config: BatonConfig): Promise<{ url: string; publishableKey?: string; anonKey?: string }> {
   const { url, publishableKey, anonKey, secretKey, serviceRoleKey } = await endpoint(config);
   const apiKey = publishableKey ?? anonKey ?? secretKey ?? serviceRoleKey;
   if (!apiKey) {
     throw usageError('SUPABASE_PUBLISHABLE_KEY is not set', 'Set it to the project\'s publishable key (or SUPABASE_ANON_KEY to its legacy anon key); baton stack env prints the local ones.');
   }
+  return { url, ...(publishableKey ? { publishableKey } : { anonKey: apiKey }) };
+}
+
+export async function agentEndpoint(config: BatonConfig): Promise<{ url: string; publishableKey?: string; anonKey?: string; token: string }> {
+  const project = await agentProject(config);
   if (!config.agentToken) {
     throw usageError('BATON_AGENT_TOKEN is not set', 'Set it to the token printed by `baton agent create <id>`.');
   }
-  return { url, ...(publishableKey ? { publishableKey } : { anonKey: apiKey }), token: config.agentToken };
+  return { ...project, token: config.agentToken };
 }
 
 export async function agentClient(config: BatonConfig): Promise<BatonClient> {

@@ -103,7 +103,18 @@ export function connect({ url, apiKey, accessToken, headers, answered }: Connect
     accessToken: async () => accessToken ?? null,
   });
   refusedConnections.set(db, seen);
+  made.set(db, { url, apiKey, accessToken });
   return db;
+}
+
+/** What each client was connected with, for another connection like it. */
+const made = new WeakMap<object, Pick<ConnectOptions, 'url' | 'apiKey' | 'accessToken'>>();
+
+/** A new client connected as `db` is (for Realtime: a connection of its own, acting as the same caller). */
+export function anotherConnection(db: BatonDb): BatonDb {
+  const options = made.get(db);
+  if (!options) throw new Error('anotherConnection: this client was not made by connect()');
+  return connect(options);
 }
 
 /** A value already checked by a zod schema, as the JSON type the generated schema expects. */
