@@ -1,10 +1,12 @@
 /**
  * A fleet on one embedded stack at a hosted plan's Realtime quotas (src/stack/quotas.ts): FLEET_DAEMONS
  * daemons of one agent each, in FLEET_HOSTS processes (scripts/fleet-host.ts), each daemon with its own
- * connection as `baton agent run` has.
+ * connection as one `baton agent run` per agent has, or with FLEET_SHARED=1 the agents of a process
+ * over shared connections, as one `baton agent run` with a config per agent has.
  *
  *   npm run bench:fleet                                   # Free's quotas, 300 daemons in 20 processes
- *   FLEET_PLAN=pro FLEET_DAEMONS=400 npm run bench:fleet
+ *   FLEET_SHARED=1 npm run bench:fleet                    # the same, 15 agents a process sharing connections
+ *   FLEET_PLAN=pro FLEET_DAEMONS=1000 FLEET_TASKS=10000 FLEET_IDLE_SECONDS=300 FLEET_SHARED=1 npm run bench:fleet
  *
  * 1. Idle for FLEET_IDLE_SECONDS: requests/s, messages/s and connections, against the plan.
  * 2. FLEET_TASKS hand-offs spread over the agents, in batches of 100: every task done exactly once,
@@ -95,7 +97,7 @@ async function drain(ids: string[], what: string): Promise<void> {
 }
 
 try {
-  say(`fleet: ${DAEMONS} daemons in ${HOSTS} processes at the ${PLAN} plan's quotas (${JSON.stringify(quotas)})`);
+  say(`fleet: ${DAEMONS} daemons in ${HOSTS} processes at the ${PLAN} plan's quotas (${JSON.stringify(quotas)}), ${process.env.FLEET_SHARED === '1' ? 'the agents of a process sharing connections' : 'each daemon its own connection'}`);
   const { token: senderToken } = await admin.createAgent({ id: 'fleet-sender' });
   const sender = createBatonClient({ url: env.SUPABASE_URL, publishableKey: env.SUPABASE_PUBLISHABLE_KEY, token: senderToken });
   const ids: string[] = [];
@@ -160,7 +162,14 @@ try {
 
   say(`peaks (hosted's averages, sampled every 5 s): joins/s ${peak.joinsPerSecond.toFixed(1)} of ${quotas.joinsPerSecond}, messages/s ${peak.messagesPerSecond.toFixed(1)} of ${quotas.messagesPerSecond}, connections ${peak.connections} of ${quotas.connections}`);
   const final = await metrics();
-  say(`dropped: ${final['baton_realtime_messages_dropped_total{quota="rate"}'] ?? 0} broadcasts over messages/s; errors logged: ${logLines().filter((l) => l.level >= 50).length}`);
+  const errors = logLines().filter((l) => l.level >= 50);
+  const byWords = new Map<string, number>();
+  for (const e of errors) byWords.set(e.msg, (byWords.get(e.msg) ?? 0) + 1);
+  say(`dropped: ${final['baton_realtime_messages_dropped_total{quota="rate"}'] ?? 0} broadcasts over messages/s; errors logged: ${errors.length}`
+    + [...byWords].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([msg, n]) => `\n  ${n} × ${msg}`).join(''));
+  const warnings = new Map<string, number>();
+  for (const w of logLines().filter((l) => l.level === 40)) warnings.set(w.msg, (warnings.get(w.msg) ?? 0) + 1);
+  say(`warnings logged: ${[...warnings.values()].reduce((a, b) => a + b, 0)}${[...warnings].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([msg, n]) => `\n  ${n} × ${msg}`).join('')}`);
 } finally {
   sampling = false;
   await sampler;

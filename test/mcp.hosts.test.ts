@@ -20,11 +20,15 @@ import { newAgent, stack, uniqueId } from './helpers.js';
 import { agentKeyEnv, operatorEnv } from './keys-mode.js';
 import { startModelServer, type ModelServer, type Reply, type Turn } from './model-server.js';
 import { runBlock } from './shell.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { freePort } from '../src/stack/ports.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const page = fs.readFileSync(path.join(root, 'docs', 'mcp.md'), 'utf8');
 const section = page.slice(page.indexOf('## In Claude Code, Codex and Gemini CLI'), page.indexOf('## Long hand-offs as MCP tasks'));
 const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+const overHttp = page.slice(page.indexOf('## Over HTTP, from another machine'), page.indexOf('## Long hand-offs as MCP tasks'));
+const httpBlocks = [...overHttp.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 
 const paths = ensureCodingAgents({ log: () => undefined }) as { claude: string; codex: string; gemini: string };
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-hosts-'));
@@ -191,5 +195,51 @@ describe('docs/mcp.md: baton mcp in the coding agents', () => {
     expect(ran.stdout).toContain('The reviewer said: hello.py prints hello, as it should');
     const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
     expect(done.map((t) => t.from_agent)).toEqual([lead]);
+  }, 240_000);
+});
+
+describe('docs/mcp.md: baton mcp over HTTP in Claude Code', () => {
+  let mcpServer: ChildProcess | undefined;
+  afterAll(async () => {
+    if (mcpServer && mcpServer.exitCode === null) {
+      const exited = new Promise((resolve) => mcpServer!.once('exit', resolve));
+      mcpServer.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('hands work on through baton mcp --http, its token read from the settings file by headersHelper', async () => {
+    expect(httpBlocks).toHaveLength(2);
+    expect(httpBlocks[0]!.trim()).toBe('baton mcp --http 8765');
+    const lead = uniqueId('lead');
+    const reviewer = await newAgent('reviewer');
+    await daemon(reviewer, { executors: { '*': () => 'hello.py prints hello, as it should' } });
+    const { home, operator, person } = machine('claude-http');
+    const ids = (block: string) => block.replace(/\blead\b/g, lead).replace(/\breviewer\b/g, reviewer.id);
+    const created = await runBlock(ids(blocks[0]!), operator, home);
+    expect(created.code, created.out).toBe(0);
+
+    // The server, as the page starts it, on a port of the test's own: the project's settings, no token.
+    const port = await freePort();
+    let said = '';
+    const [command, ...args] = httpBlocks[0]!.trim().replace('8765', String(port)).split(' ');
+    expect(command).toBe('baton');
+    mcpServer = spawn(process.execPath, [cliPath, ...args], { env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), LOG_LEVEL: 'info' } });
+    mcpServer.stdout!.on('data', (c: Buffer) => { said += c; });
+    mcpServer.stderr!.on('data', (c: Buffer) => { said += c; });
+    const deadline = Date.now() + 30_000;
+    while (!said.includes(`http://127.0.0.1:${port}/mcp`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(said).toContain(`http://127.0.0.1:${port}/mcp`);
+
+    const ran = await runBlock(ids(httpBlocks[1]!).replace('8765', String(port)), person, home);
+    if (process.env.BATON_HOSTS_DEBUG) console.log(ran.out, said);
+    expect(ran.code, ran.out).toBe(0);
+    expect(ran.stdout).toContain('The reviewer said: hello.py prints hello, as it should');
+    const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
+    expect(done.map((t) => t.from_agent)).toEqual([lead]);
+    // The session was the lead's, and Claude Code's configuration holds no token.
+    expect(said).toMatch(new RegExp(`"agent":"${lead}"[^\\n]*MCP session opened over HTTP`));
+    const token = /BATON_AGENT_TOKEN=(\S+)/.exec(fs.readFileSync(path.join(home, '.baton', `${lead}.env`), 'utf8'))?.[1];
+    expect(fs.readFileSync(path.join(home, '.claude.json'), 'utf8')).not.toContain(token!);
   }, 240_000);
 });

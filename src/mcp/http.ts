@@ -1,0 +1,203 @@
+/**
+ * `baton mcp --http`: Baton's MCP server over Streamable HTTP, for hosts that do not run on the agent's
+ * machine. Each session acts as the agent whose token came with it (`Authorization: Bearer …`), as the
+ * stdio server acts as the agent in its environment; the database still decides what that agent may do.
+ *
+ * As MCP's authorization section asks of a protected resource: a request without a token, or with one
+ * that is not a live agent token, gets 401 with `WWW-Authenticate` naming the resource's metadata
+ * (RFC 9728, served at /.well-known/oauth-protected-resource); a token is taken from the header only,
+ * never from the URL; a session is bound to the token that opened it. Baton's tokens are issued by the
+ * operator (`baton agent create`), not by an OAuth authorization server, so the metadata names none.
+ * Artifacts given as paths are refused: they would be this machine's files, read for a caller elsewhere.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { decodeJwt } from 'jose';
+import { createBatonClient, type BatonClient } from '../client/agent.js';
+import type { AgentKeyOptions } from '../client/connection.js';
+import { UnauthorizedError } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { createBatonMcp, type BatonMcp, type McpOptions } from './server.js';
+
+export interface McpHttpOptions extends McpOptions {
+  /** Where agents reach the project, and its publishable (or anon) key. */
+  project: { url: string } & AgentKeyOptions;
+  port: number;
+  /** The address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 behind a TLS proxy). */
+  host?: string;
+  /** The server's address as hosts reach it (behind a proxy), for its metadata; default http://host:port. */
+  publicUrl?: string;
+  /** A session not heard from for this long is closed (minutes, default 30). */
+  idleMinutes?: number;
+  /** The largest request body taken (bytes, default 4 MB). */
+  maxBodyBytes?: number;
+}
+
+export interface McpHttpServer {
+  /** The MCP endpoint, e.g. http://127.0.0.1:8765/mcp. */
+  url: string;
+  /** How many sessions are open. */
+  sessions(): number;
+  close(): Promise<void>;
+}
+
+interface Session {
+  token: string;
+  transport: StreamableHTTPServerTransport;
+  mcp: BatonMcp;
+  heardAt: number;
+}
+
+const METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+/** Serves MCP at /mcp until closed. */
+export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServer> {
+  const log = options.log ?? silentLogger;
+  const host = options.host ?? '127.0.0.1';
+  const sessions = new Map<string, Session>();
+  const idleMs = (options.idleMinutes ?? 30) * 60_000;
+  const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  let base = '';
+
+  const metadata = () => ({
+    resource: `${base}/mcp`,
+    bearer_methods_supported: ['header'],
+    resource_name: 'Baton: this agent\'s hand-offs, tasks and inbox',
+  });
+  const refuse = (res: http.ServerResponse, status: number, error: string, description: string, hint?: string) => {
+    if (status === 401) {
+      res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${base}${METADATA_PATH}/mcp"${error === 'invalid_request' ? '' : `, error="${error}", error_description="${description.replaceAll('"', "'")}"`}`);
+    }
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: description, data: { error, hint } }, id: null }));
+  };
+
+  const open = async (token: string): Promise<Session | string> => {
+    let client: BatonClient;
+    try {
+      client = createBatonClient({ ...options.project, token });
+    } catch (err) {
+      return (err as Error).message;
+    }
+    const mcp = createBatonMcp(client, { ...options, allowPaths: false });
+    // The first call says whether the database takes the token (signed by the project, not revoked, not expired).
+    try {
+      await mcp.start();
+    } catch (err) {
+      await mcp.stop().catch(() => undefined);
+      if (err instanceof UnauthorizedError) return err.message;
+      throw err;
+    }
+    let session!: Session;
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: randomUUID,
+      onsessioninitialized: (id) => {
+        sessions.set(id, session);
+        log.info({ agent: client.agentId, session: id }, 'MCP session opened over HTTP');
+      },
+    });
+    session = { token, transport, mcp, heardAt: Date.now() };
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      if (id && sessions.get(id) === session) sessions.delete(id);
+      void mcp.stop().catch((err: unknown) => log.warn({ err }, 'could not stop an MCP session'));
+    };
+    await mcp.server.connect(transport);
+    return session;
+  };
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', base);
+    if (req.method === 'GET' && (url.pathname === METADATA_PATH || url.pathname === `${METADATA_PATH}/mcp`)) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(JSON.stringify(metadata()));
+    }
+    if (url.pathname !== '/mcp') return refuse(res, 404, 'not_found', `nothing at ${url.pathname}: the MCP endpoint is ${base}/mcp`);
+    if (url.searchParams.has('access_token') || url.searchParams.has('token')) {
+      return refuse(res, 400, 'invalid_request', 'a token in the URL is refused (URLs end up in logs)', 'Send it as the Authorization header: Bearer <the agent\'s token>.');
+    }
+    const token = /^Bearer (\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    if (!token) return refuse(res, 401, 'invalid_request', 'this MCP server needs an agent\'s token', 'Send Authorization: Bearer <the token printed by baton agent create>.');
+    const expired = expiredSince(token);
+    if (expired) return refuse(res, 401, 'invalid_token', `the token expired at ${expired}`, 'Ask the operator for a new one (baton agent token <id>).');
+
+    const sessionId = req.headers['mcp-session-id'];
+    let session = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    // A session answers only to the token that opened it; to any other it does not exist.
+    if (sessionId !== undefined && (!session || session.token !== token)) {
+      return refuse(res, 404, 'session_not_found', 'no such MCP session (it ended, or the server restarted)', 'Initialize a new session.');
+    }
+    const body = req.method === 'POST' ? await readJson(req, maxBody).catch((err: Error) => err) : undefined;
+    if (body instanceof Error) return refuse(res, 400, 'invalid_request', body.message);
+    if (!session) {
+      const initializing = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+      if (!initializing) return refuse(res, 400, 'invalid_request', 'no session: a request without Mcp-Session-Id must be initialize', 'Initialize first, then send the session id it returns.');
+      const opened = await open(token);
+      if (typeof opened === 'string') return refuse(res, 401, 'invalid_token', opened, 'Use a live agent token: baton agent create <id>, or baton agent token <id> for a new one.');
+      session = opened;
+    }
+    session.heardAt = Date.now();
+    await session.transport.handleRequest(req, res, body);
+  };
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log.error({ err }, 'an MCP request over HTTP failed');
+      if (!res.headersSent) refuse(res, 500, 'server_error', 'the MCP server failed on this request: see its log');
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => resolve());
+  });
+  const { port } = server.address() as { port: number };
+  base = (options.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+
+  const sweep = setInterval(() => {
+    for (const [id, s] of sessions) {
+      if (Date.now() - s.heardAt < idleMs) continue;
+      log.info({ session: id }, 'closing an idle MCP session');
+      void s.transport.close();
+    }
+  }, Math.min(idleMs, 60_000));
+  sweep.unref();
+
+  return {
+    url: `${base}/mcp`,
+    sessions: () => sessions.size,
+    async close() {
+      clearInterval(sweep);
+      await Promise.all([...sessions.values()].map((s) => s.transport.close()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** When the token expired, if its `exp` has passed; undefined while it is live or carries none (the database judges the rest). */
+function expiredSince(token: string): string | undefined {
+  try {
+    const { exp } = decodeJwt(token);
+    return typeof exp === 'number' && exp * 1000 <= Date.now() ? new Date(exp * 1000).toISOString() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readJson(req: http.IncomingMessage, limit: number): Promise<unknown> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new Error(`the request body is over ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new Error('the request body is not JSON');
+  }
+}

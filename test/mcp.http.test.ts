@@ -1,0 +1,137 @@
+/**
+ * `baton mcp --http`: the real CLI serving MCP over Streamable HTTP, met with the SDK's HTTP client.
+ * Each session acts as the agent whose bearer token opened it: two agents over one server see their
+ * own identity and hand work to each other. As a protected resource (MCP's authorization section,
+ * RFC 9728): its metadata at /.well-known/oauth-protected-resource; 401 with WWW-Authenticate naming
+ * it for no token, a token that is no JWT, a revoked one and an expired one; a token in the URL
+ * refused; a session answering to no other token. A hand-off made as an MCP task outlives its request
+ * and its session: a new session follows it to its end.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliPath } from './cli.js';
+import { eventually } from './daemon-helpers.js';
+import { admin, newAgent, stack, type TestAgent } from './helpers.js';
+import { agentKeyEnv } from './keys-mode.js';
+
+let server: ChildProcess;
+let endpoint = '';
+let output = '';
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  server = spawn(process.execPath, [cliPath, 'mcp', '--http', '0'], {
+    env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), LOG_LEVEL: 'info' },
+  });
+  server.stdout!.on('data', (c: Buffer) => { output += c; });
+  server.stderr!.on('data', (c: Buffer) => { output += c; });
+  await eventually(async () => /^http:\/\/127\.0\.0\.1:\d+\/mcp$/m.test(output), 30_000, 'the server\'s URL on stdout');
+  endpoint = /^(http:\/\/127\.0\.0\.1:\d+\/mcp)$/m.exec(output)![1]!;
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  if (server.exitCode === null) {
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    server.kill('SIGTERM');
+    await exited;
+  }
+});
+
+async function host(agent: TestAgent | string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const token = typeof agent === 'string' ? agent : agent.token;
+  const transport = new StreamableHTTPClientTransport(new URL(endpoint), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  const client = new Client({ name: 'baton-http-host', version: '1.0.0' });
+  await client.connect(transport);
+  clients.push(client);
+  return { client, transport };
+}
+
+const text = (result: unknown) => ((result as CallToolResult).content[0] as { text: string }).text;
+const initialize = (token?: string) => fetch(endpoint, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'curl', version: '1' } } }),
+});
+
+describe('baton mcp over Streamable HTTP', () => {
+  it('serves its protected-resource metadata and answers 401 naming it, for no token and tokens that are not live', async () => {
+    const metadata = await (await fetch(new URL('/.well-known/oauth-protected-resource/mcp', endpoint))).json();
+    expect(metadata).toMatchObject({ resource: endpoint, bearer_methods_supported: ['header'] });
+
+    const none = await initialize();
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${new URL('/.well-known/oauth-protected-resource/mcp', endpoint).href}"`);
+
+    const garbage = await initialize('not-a-token');
+    expect(garbage.status).toBe(401);
+    expect(garbage.headers.get('www-authenticate')).toMatch(/error="invalid_token", error_description="the agent token is not a JWT"/);
+
+    const revoked = await newAgent('http-revoked');
+    await admin.revokeAgent(revoked.id);
+    const refused = await initialize(revoked.token);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+
+    const expiring = await newAgent('http-expiring');
+    const expiresAt = new Date(Date.now() + 2000);
+    const shortLived = await admin.issueToken(expiring.id, expiresAt);
+    await eventually(async () => Date.now() > expiresAt.getTime() + 1000, 10_000, 'the token to expire');
+    const expired = await initialize(shortLived);
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get('www-authenticate')).toMatch(/error="invalid_token", error_description="the token expired at /);
+
+    const inUrl = await fetch(`${endpoint}?access_token=${revoked.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(inUrl.status).toBe(400);
+    expect((await inUrl.json()).error.message).toMatch(/a token in the URL is refused/);
+    // Nothing of it opened a session.
+    expect(output).not.toMatch(/MCP session opened over HTTP.*http-revoked/);
+  }, 60_000);
+
+  it('acts, per session, as the agent whose token opened it; a session answers to no other token', async () => {
+    const [lead, coder] = await Promise.all([newAgent('http-lead'), newAgent('http-coder')]);
+    const [a, b] = await Promise.all([host(lead), host(coder)]);
+    expect(text(await a.client.callTool({ name: 'status', arguments: {} }))).toContain(lead.id);
+    expect(text(await b.client.callTool({ name: 'status', arguments: {} }))).toContain(coder.id);
+
+    const handed = await a.client.callTool({ name: 'handoff', arguments: { to: coder.id, title: 'over HTTP' } });
+    const taskId = (handed.structuredContent as { task: { id: string } }).task.id;
+    const listed = await b.client.callTool({ name: 'list_tasks', arguments: {} });
+    expect(JSON.stringify(listed.structuredContent)).toContain(taskId);
+
+    // lead's session, with coder's token: no such session.
+    const stolen = await fetch(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${coder.token}`, 'mcp-session-id': a.transport.sessionId!, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'status', arguments: {} } }),
+    });
+    expect(stolen.status).toBe(404);
+    // Paths name the server's files, not the host's: refused over HTTP.
+    const claimed = await b.client.callTool({ name: 'claim', arguments: { task: taskId } });
+    expect(claimed.isError).toBeFalsy();
+    const withPath = await b.client.callTool({ name: 'complete', arguments: { task: taskId, summary: 'done', artifacts: [{ name: 'passwd', path: '/etc/passwd' }] } });
+    expect(withPath.isError).toBe(true);
+    expect(text(withPath)).toMatch(/path/i);
+  }, 60_000);
+
+  it('keeps a hand-off made as an MCP task beyond its request and its session: a new session follows it to its end', async () => {
+    const [lead, worker] = await Promise.all([newAgent('http-task-lead'), newAgent('http-task-worker')]);
+    const first = await host(lead);
+    const made = await first.client.request({ method: 'tools/call', params: { name: 'handoff', arguments: { to: worker.id, title: 'follow me' }, task: { ttl: 600_000 } } }, CreateTaskResultSchema);
+    const taskId = made.task.taskId;
+    await first.transport.terminateSession();
+    await first.client.close();
+
+    // The worker does it through the client library while no session follows it.
+    const held = await worker.client.claim(taskId, { start: true });
+    await worker.client.complete(taskId, held.claim_token!, { status: 'success', summary: 'followed' });
+
+    const second = await host(lead);
+    await eventually(async () => (await second.client.experimental.tasks.getTask(taskId)).status === 'completed', 30_000, 'the task seen done by the new session');
+    const result = await second.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(JSON.stringify(result)).toContain('followed');
+  }, 60_000);
+});
