@@ -186,6 +186,24 @@ describe('the shell executor', () => {
   });
 });
 
+describe('the shell executor ends what it started', () => {
+  it('ends, on a timeout, a process the command started in a session of its own (outside its group)', async () => {
+    const boss = await newAgent('reap-boss');
+    const worker = await newAgent('reap-worker');
+    const pidFile = path.join(work, `escaped-${worker.id}.pid`);
+    await daemon(worker, {
+      // setsid: a new session and process group, which killing the command's group does not reach.
+      executors: { '*': { command: `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 300' & sleep 60`, timeoutSeconds: 2 } },
+    });
+    const task = await boss.client.handoff({ to: worker.id, title: 'escape', maxAttempts: 1 });
+    await eventually(async () => (await boss.client.getTask(task.id)).status === 'failed', 30_000, 'the timeout');
+    await eventually(async () => fs.existsSync(pidFile), 10_000, 'the escaped process to have written its pid');
+    const escaped = Number(fs.readFileSync(pidFile, 'utf8'));
+    const alive = () => { try { process.kill(escaped, 0); return true; } catch { return false; } };
+    await eventually(async () => !alive(), 15_000, `the escaped process ${escaped} to end`);
+  });
+});
+
 describe('a daemon process either works or exits', () => {
   it('exits non-zero before it is ever heard from when its metrics port is taken', async () => {
     const agent = await newAgent('zombie');

@@ -4,6 +4,7 @@
  * else the "*" executor.
  */
 import { spawn } from 'node:child_process';
+import { endTree, runMark } from '../reaper.js';
 import type { Task, TaskResult } from '../schemas.js';
 
 export {
@@ -69,6 +70,7 @@ const tail = (text: string, lines = 20) => text.trimEnd().split('\n').slice(-lin
 
 function runShell(shell: ShellExecutor, task: Task, ctx: ExecutorContext, env: Record<string, string>): Promise<unknown> {
   return new Promise((resolve, reject) => {
+    const mark = runMark();
     const child = spawn('/bin/sh', ['-c', shell.command], {
       cwd: shell.cwd,
       // Its own process group, so that a timeout or cancellation ends whatever the command started.
@@ -78,6 +80,7 @@ function runShell(shell: ShellExecutor, task: Task, ctx: ExecutorContext, env: R
         ...process.env, ...env, ...shell.env,
         BATON_TASK_ID: task.id, BATON_AGENT_ID: ctx.agentId, BATON_ATTEMPT: String(ctx.attempt),
         BATON_TASK_TYPE: typeof task.payload.task_type === 'string' ? task.payload.task_type : '',
+        BATON_RUN: mark,
       },
     });
     let stdout = '';
@@ -89,9 +92,7 @@ function runShell(shell: ShellExecutor, task: Task, ctx: ExecutorContext, env: R
     const end = (why: string) => {
       if (ended || child.exitCode !== null) return;
       ended = why;
-      const kill = (signal: NodeJS.Signals) => { try { process.kill(-child.pid!, signal); } catch { /* already gone */ } };
-      kill('SIGTERM');
-      setTimeout(() => kill('SIGKILL'), 2000).unref();
+      endTree(child.pid!, mark);
     };
     const timer = shell.timeoutSeconds ? setTimeout(() => end('timeout'), shell.timeoutSeconds * 1000) : undefined;
     const onAbort = () => end('aborted');
@@ -101,6 +102,8 @@ function runShell(shell: ShellExecutor, task: Task, ctx: ExecutorContext, env: R
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       ctx.signal.removeEventListener('abort', onAbort);
+      // A command that failed leaves nothing running (what it started in the background, too), as a CLI's run.
+      if (!ended && code !== 0) endTree(child.pid!, mark);
       if (ended === 'timeout') return reject(new Error(`timed out after ${shell.timeoutSeconds} s${stderr ? `: ${tail(stderr)}` : ''}`));
       if (ended === 'aborted') return reject(ctx.signal.reason ?? new Error('aborted'));
       if (code === RETRY_EXIT_CODE) return reject(new RetryableError(`exit ${code} (retry): ${tail(stderr) || 'no error output'}`));

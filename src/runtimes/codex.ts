@@ -158,8 +158,14 @@ function modelOf(run: RunSetup): string {
   return run.options.model ?? /^\s*model\s*=\s*"([^"]+)"/m.exec(readOr(path.join(run.home, 'codex', 'config.toml')))?.[1] ?? 'codex-default';
 }
 
+/**
+ * Codex gives a provider's HTTP status only in its own words ("unexpected status 401 Unauthorized: …",
+ * "exceeded retry limit, last status: 429 …"): read from those phrases, never from any number in the
+ * provider's message. A 5xx it words in its own way ("We're currently experiencing high demand…") has
+ * no status to read: it is retried.
+ */
 function codexFailure(message: string): NonNullable<RunReport['failure']> {
-  const status = /\b(4\d\d|5\d\d)\b/.exec(message);
+  const status = /\b(?:unexpected status|last status:?(?: was)?) ([45]\d\d)\b/.exec(message);
   return status ? failureOfStatus(Number(status[1]), message.slice(0, 1000)) : { kind: 'retry', message: message.slice(0, 1000) };
 }
 

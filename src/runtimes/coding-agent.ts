@@ -21,6 +21,7 @@ import { guessMediaType } from '../client/artifacts.js';
 import { ConfigError, passedEnvironment } from '../config.js';
 import type { RunUsage, Task } from '../schemas.js';
 import { LOOK_EVERY_MS, SpendRecorder, type Meter } from './spend.js';
+import { endTree, runMark } from '../reaper.js';
 
 /** The options every coding-agent executor takes, under its CLI's key: `{"claude": {…}}`. */
 export const CodingAgentOptions = z.strictObject({
@@ -322,7 +323,7 @@ function runCli(bin: string, args: string[], cwd: string, runEnv: Record<string,
   meter: Meter | undefined, spend: SpendRecorder): Promise<CliOutput & { timedOut: boolean }> {
   // Every process of the run inherits this mark, which finds the tools that left the CLI's process
   // group and outlived it (a crashed CLI's tools are reparented where its pid no longer finds them).
-  const env = { ...runEnv, BATON_RUN: crypto.randomUUID() };
+  const env = { ...runEnv, BATON_RUN: runMark() };
   return new Promise((resolve, reject) => {
     // Its own process group, so that the tools it started end with it.
     const child = spawn(bin, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -364,56 +365,6 @@ function runCli(bin: string, args: string[], cwd: string, runEnv: Record<string,
       resolve({ stdout: Buffer.concat(out).toString('utf8'), stderr: err, code, signal, timedOut });
     });
   });
-}
-
-/**
- * Ends a process and everything under it: its process group, every descendant that left the group (a
- * tool that started its own), and every process that carries the run's mark in its environment (one
- * whose parent died first). SIGTERM first, SIGKILL two seconds later for whatever is left.
- */
-export function endTree(pid: number, mark: string): void {
-  const pids = [...new Set([pid, ...descendants(pid), ...marked(mark)])];
-  const signal = (sig: NodeJS.Signals) => {
-    try { process.kill(-pid, sig); } catch { /* the group is gone */ }
-    for (const p of pids) { try { process.kill(p, sig); } catch { /* gone */ } }
-  };
-  signal('SIGTERM');
-  setTimeout(() => { for (const p of marked(mark)) pids.push(p); signal('SIGKILL'); }, 2000).unref();
-}
-
-const processIds = (): string[] => {
-  try {
-    return fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e));
-  } catch {
-    return [];
-  }
-};
-
-/** The processes whose environment carries BATON_RUN=<mark> (this user's; Linux). */
-function marked(mark: string): number[] {
-  const needle = `\0BATON_RUN=${mark}\0`;
-  return processIds().filter((e) => {
-    try {
-      return `\0${fs.readFileSync(`/proc/${e}/environ`, 'latin1')}`.includes(needle);
-    } catch {
-      return false;
-    }
-  }).map(Number);
-}
-
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const e of processIds()) {
-    try {
-      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(e)]);
-    } catch { /* ended meanwhile */ }
-  }
-  const found: number[] = [];
-  const walk = (p: number) => { for (const c of children.get(p) ?? []) { found.push(c); walk(c); } };
-  walk(root);
-  return found;
 }
 
 /** A fresh session id, for CLIs that take one. */

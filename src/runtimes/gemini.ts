@@ -94,7 +94,8 @@ const cli: CodingCli = {
     const report: RunReport = { sessionId: parsed.session_id, text: parsed.response, usage };
     if (parsed.error) {
       const message = (parsed.error.message ?? parsed.error.type ?? 'an error').slice(0, 1000);
-      const status = Number(parsed.error.code) || Number(/\b([45]\d\d)\b/.exec(message)?.[1]);
+      // The provider's status as Gemini CLI reports it (error.code), not a number found in the words.
+      const status = Number(parsed.error.code);
       report.failure = status >= 400 && status < 600 ? failureOfStatus(status, message) : { kind: 'retry', message };
     } else if (parsed.stats?.tools?.totalDecisions?.reject) {
       const tools = Object.entries(parsed.stats.tools.byName ?? {}).filter(([, t]) => t.decisions?.reject).map(([name]) => name).join(', ');
