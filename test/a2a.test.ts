@@ -296,6 +296,30 @@ describe('Baton over A2A, on the wire as the specification says it', () => {
     expect(rest.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
+  it('answers HTTP+JSON in the media type its caller speaks: application/a2a+json (1.0.1) or application/json (1.0)', async () => {
+    const [w, caller] = await Promise.all([worker(), newAgent('a2a-wire-type')]);
+    const params = { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'what is 2 + 2' }] } };
+    const ask = (headers: Record<string, string>) => fetch(`${server.url}/agents/${w.id}/message:send`, {
+      method: 'POST', body: JSON.stringify({ ...params, message: { ...params.message, messageId: crypto.randomUUID() } }),
+      headers: { 'a2a-version': '1.0', authorization: `Bearer ${caller.token}`, ...headers },
+    });
+    // Sent as application/a2a+json, as 1.0.1 says a request should be: answered so.
+    const a2a = await ask({ 'content-type': 'application/a2a+json' });
+    expect(a2a.status, await a2a.clone().text()).toBe(200);
+    expect(a2a.headers.get('content-type')).toMatch(/^application\/a2a\+json/);
+    // Sent as application/json, accepting it first (a 1.0 caller): answered as application/json.
+    const json = await ask({ 'content-type': 'application/json', accept: 'application/json, application/a2a+json' });
+    expect(json.status).toBe(200);
+    expect(json.headers.get('content-type')).toMatch(/^application\/json/);
+    // Accepting application/a2a+json first, as the SDK's 1.0 client does: that type.
+    const preferring = await ask({ 'content-type': 'application/json', accept: 'application/a2a+json, application/json' });
+    expect(preferring.headers.get('content-type')).toMatch(/^application\/a2a\+json/);
+    // An error as well: a task that is not there.
+    const missing = await fetch(`${server.url}/agents/${w.id}/tasks/${crypto.randomUUID()}`, { headers: { 'a2a-version': '1.0', accept: 'application/a2a+json', authorization: `Bearer ${caller.token}` } });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('content-type')).toMatch(/^application\/a2a\+json/);
+  });
+
   it('serves HTTP+JSON at the root too, where the root card lists it', async () => {
     const [w, caller] = await Promise.all([worker(), newAgent('a2a-wire-root')]);
     const root = await startA2AServer({ url: stack.SUPABASE_URL, ...agentKey(stack), directory: admin.db, log: silentLogger, defaultAgent: w.id });

@@ -50,21 +50,36 @@ export interface A2AServer {
 const bearer = (req: Request) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
 
 /**
- * HTTP+JSON as the specification says it where the SDK does not: answers as application/json, as the
- * binding's requirements say (11.1; the SDK writes application/a2a+json, which only the illustrative
- * examples of section 6 use), and ContentTypeNotSupported as 415 Unsupported Media Type (the error
- * mapping of 5.4; the SDK sends 400).
+ * HTTP+JSON as the specification says it where the SDK does not. The media type: A2A 1.0.1 (11.1) says
+ * application/a2a+json SHOULD be used for requests and responses, where 1.0 said application/json, and
+ * A2A-Version names only 1.0 for both; so a caller is answered in the type it speaks: application/a2a+json
+ * when its request is sent as that type or it accepts that type before application/json, else
+ * application/json (a 1.0 caller, the conformance kit). The SDK answers in either, answer by answer.
+ * ContentTypeNotSupported is 415 Unsupported Media Type (the error mapping of 5.4; the SDK sends 400).
  */
-function jsonBodies(res: Response): Response {
+function jsonBodies(req: Request, res: Response): Response {
+  const keep = speaksA2aJson(req);
   const setHeader = res.setHeader.bind(res);
   res.setHeader = (name: string, value: number | string | readonly string[]) =>
-    setHeader(name, name.toLowerCase() === 'content-type' && typeof value === 'string' ? value.replace('application/a2a+json', 'application/json') : value);
+    setHeader(name, !keep && name.toLowerCase() === 'content-type' && typeof value === 'string' ? value.replace('application/a2a+json', 'application/json') : value);
   const json = res.json.bind(res);
   res.json = (body: { error?: { details?: Array<{ reason?: string }> } }) => {
     if (body?.error?.details?.some((d) => d.reason === 'CONTENT_TYPE_NOT_SUPPORTED')) res.status(415);
+    // The SDK leaves the type to Express (application/json) on most answers: said here for a 1.0.1 caller.
+    if (keep) res.setHeader('content-type', 'application/a2a+json');
     return json(body);
   };
   return res;
+}
+
+/** Whether a caller speaks application/a2a+json: it sent its request so, or accepts it before application/json. */
+export function speaksA2aJson(req: { headers: Record<string, string | string[] | undefined> }): boolean {
+  const sent = String(req.headers['content-type'] ?? '').toLowerCase();
+  if (sent.startsWith('application/a2a+json')) return true;
+  const accepted = String(req.headers.accept ?? '').toLowerCase().split(',').map((t) => t.split(';')[0]!.trim());
+  const a2a = accepted.indexOf('application/a2a+json');
+  const json = accepted.indexOf('application/json');
+  return a2a >= 0 && (json < 0 || a2a < json);
 }
 
 /**
@@ -233,10 +248,14 @@ class A2AEndpoints {
         // SDK then refuse: OpenClaw's A2A channel sends 1.0 requests with no header.
         const method = (req.body as { method?: unknown } | undefined)?.method;
         if (!req.headers['a2a-version'] && typeof method === 'string' && /^[A-Z][A-Za-z]+$/.test(method)) req.headers['a2a-version'] = '1.0';
-        // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…).
-        // The caller's trace goes on: a hand-off it asks for records the caller's context.
-        return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () =>
-          jsonRpcHandler({ ...options, legacyCompat: { enabled: true } })(req, res, () => restHandler(options)(req, jsonBodies(res), next)));
+        // Both bindings at one address: JSON-RPC is a POST to it, HTTP+JSON its paths (/message:send, /tasks/…),
+        // each to its own handler (the JSON-RPC one refuses any type but application/json, which an
+        // HTTP+JSON request sent as application/a2a+json is not). The caller's trace goes on: a hand-off
+        // it asks for records the caller's context.
+        const rpc = req.method === 'POST' && req.path === '/';
+        return context.with(propagation.extract(ROOT_CONTEXT, req.headers), () => (rpc
+          ? jsonRpcHandler({ ...options, legacyCompat: { enabled: true } })(req, res, next)
+          : restHandler(options)(req, jsonBodies(req, res), next)));
       } catch (err) {
         next(err);
       }
