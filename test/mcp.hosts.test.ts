@@ -25,7 +25,7 @@ import { freePort } from '../src/stack/ports.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const page = fs.readFileSync(path.join(root, 'docs', 'mcp.md'), 'utf8');
-const section = page.slice(page.indexOf('## In Claude Code, Codex and Gemini CLI'), page.indexOf('## Long hand-offs as MCP tasks'));
+const section = page.slice(page.indexOf('## In Claude Code, Codex and Gemini CLI'), page.indexOf('## Over HTTP, from another machine'));
 const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 const overHttp = page.slice(page.indexOf('## Over HTTP, from another machine'), page.indexOf('## Long hand-offs as MCP tasks'));
 const httpBlocks = [...overHttp.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);

@@ -61,58 +61,15 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   let base = '';
 
-  const metadata = () => ({
-    resource: `${base}/mcp`,
-    bearer_methods_supported: ['header'],
-    resource_name: 'Baton: this agent\'s hand-offs, tasks and inbox',
-  });
-  const refuse = (res: http.ServerResponse, status: number, error: string, description: string, hint?: string) => {
-    if (status === 401) {
-      res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${base}${METADATA_PATH}/mcp"${error === 'invalid_request' ? '' : `, error="${error}", error_description="${description.replaceAll('"', "'")}"`}`);
-    }
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: description, data: { error, hint } }, id: null }));
-  };
-
-  const open = async (token: string): Promise<Session | string> => {
-    let client: BatonClient;
-    try {
-      client = createBatonClient({ ...options.project, token });
-    } catch (err) {
-      return (err as Error).message;
-    }
-    const mcp = createBatonMcp(client, { ...options, allowPaths: false });
-    // The first call says whether the database takes the token (signed by the project, not revoked, not expired).
-    try {
-      await mcp.start();
-    } catch (err) {
-      await mcp.stop().catch(() => undefined);
-      if (err instanceof UnauthorizedError) return err.message;
-      throw err;
-    }
-    let session!: Session;
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: randomUUID,
-      onsessioninitialized: (id) => {
-        sessions.set(id, session);
-        log.info({ agent: client.agentId, session: id }, 'MCP session opened over HTTP');
-      },
-    });
-    session = { token, transport, mcp, heardAt: Date.now() };
-    transport.onclose = () => {
-      const id = transport.sessionId;
-      if (id && sessions.get(id) === session) sessions.delete(id);
-      void mcp.stop().catch((err: unknown) => log.warn({ err }, 'could not stop an MCP session'));
-    };
-    await mcp.server.connect(transport);
-    return session;
-  };
+  const refuse = (res: http.ServerResponse, status: number, error: string, description: string, hint?: string) =>
+    refuseRequest(base, res, status, error, description, hint);
+  const open = (token: string) => openSession(options, log, sessions, token);
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', base);
     if (req.method === 'GET' && (url.pathname === METADATA_PATH || url.pathname === `${METADATA_PATH}/mcp`)) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      return void res.end(JSON.stringify(metadata()));
+      return void res.end(JSON.stringify(resourceMetadata(base)));
     }
     if (url.pathname !== '/mcp') return refuse(res, 404, 'not_found', `nothing at ${url.pathname}: the MCP endpoint is ${base}/mcp`);
     if (url.searchParams.has('access_token') || url.searchParams.has('token')) {
@@ -156,13 +113,7 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
   const { port } = server.address() as { port: number };
   base = (options.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
 
-  const sweep = setInterval(() => {
-    for (const [id, s] of sessions) {
-      if (Date.now() - s.heardAt < idleMs) continue;
-      log.info({ session: id }, 'closing an idle MCP session');
-      void s.transport.close();
-    }
-  }, Math.min(idleMs, 60_000));
+  const sweep = setInterval(() => closeIdle(sessions, idleMs, log), Math.min(idleMs, 60_000));
   sweep.unref();
 
   return {
@@ -175,6 +126,67 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The protected resource's metadata (RFC 9728): where it is and how a token comes; no authorization server, the operator issues tokens. */
+function resourceMetadata(base: string) {
+  return {
+    resource: `${base}/mcp`,
+    bearer_methods_supported: ['header'],
+    resource_name: 'Baton: this agent\'s hand-offs, tasks and inbox',
+  };
+}
+
+/** An error as JSON-RPC, with `WWW-Authenticate` on a 401 naming the metadata (and the error, but for a missing token). */
+function refuseRequest(base: string, res: http.ServerResponse, status: number, error: string, description: string, hint?: string): void {
+  if (status === 401) {
+    res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${base}${METADATA_PATH}/mcp"${error === 'invalid_request' ? '' : `, error="${error}", error_description="${description.replaceAll('"', "'")}"`}`);
+  }
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: description, data: { error, hint } }, id: null }));
+}
+
+/** A session for this token, or why the token is refused; it joins `sessions` once the transport names it. */
+async function openSession(options: McpHttpOptions, log: Logger, sessions: Map<string, Session>, token: string): Promise<Session | string> {
+  let client: BatonClient;
+  try {
+    client = createBatonClient({ ...options.project, token });
+  } catch (err) {
+    return (err as Error).message;
+  }
+  const mcp = createBatonMcp(client, { ...options, allowPaths: false });
+  // The first call says whether the database takes the token (signed by the project, not revoked, not expired).
+  try {
+    await mcp.start();
+  } catch (err) {
+    await mcp.stop().catch(() => undefined);
+    if (err instanceof UnauthorizedError) return err.message;
+    throw err;
+  }
+  let session!: Session;
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: randomUUID,
+    onsessioninitialized: (id) => {
+      sessions.set(id, session);
+      log.info({ agent: client.agentId, session: id }, 'MCP session opened over HTTP');
+    },
+  });
+  session = { token, transport, mcp, heardAt: Date.now() };
+  transport.onclose = () => {
+    const id = transport.sessionId;
+    if (id && sessions.get(id) === session) sessions.delete(id);
+    void mcp.stop().catch((err: unknown) => log.warn({ err }, 'could not stop an MCP session'));
+  };
+  await mcp.server.connect(transport);
+  return session;
+}
+
+function closeIdle(sessions: Map<string, Session>, idleMs: number, log: Logger): void {
+  for (const [id, s] of sessions) {
+    if (Date.now() - s.heardAt < idleMs) continue;
+    log.info({ session: id }, 'closing an idle MCP session');
+    void s.transport.close();
+  }
 }
 
 /** When the token expired, if its `exp` has passed; undefined while it is live or carries none (the database judges the rest). */
