@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
+import type { RuntimeHome } from './contract.js';
 
 export const defaults = Object.freeze({
   apiPort: 54321,
@@ -129,16 +130,15 @@ export const processSettings = Object.freeze({
 });
 
 /**
- * Where the agent runtimes keep their own folders, as each one's own setting says (Baton installs its
- * skill there and reads Gemini CLI's settings from there), else where each keeps them by default.
+ * Where an agent runtime keeps its own folder, as the runtime declares it (src/runtimes): what its own
+ * variable says, else its default (Baton installs its skill there and reads Gemini CLI's settings from
+ * there). A leading `~` is the home folder.
  */
-export const runtimeHomes = Object.freeze({
-  openclaw: (): string => process.env.OPENCLAW_STATE_DIR?.replace(/^~(?=$|\/)/, os.homedir()) ?? path.join(os.homedir(), '.openclaw'),
-  claude: (): string => process.env.CLAUDE_CONFIG_DIR ?? path.join(os.homedir(), '.claude'),
-  codex: (): string => process.env.CODEX_HOME ?? path.join(os.homedir(), '.codex'),
-  // Gemini CLI's GEMINI_CLI_HOME stands for the home folder, under which it keeps .gemini.
-  gemini: (): string => path.join(process.env.GEMINI_CLI_HOME || os.homedir(), '.gemini'),
-});
+export function runtimeHome(home: RuntimeHome): string {
+  const expand = (folder: string) => folder.replace(/^~(?=$|\/)/, os.homedir());
+  const named = process.env[home.setting];
+  return path.join(expand(named || home.fallback), home.within ?? '');
+}
 
 /** Whether the standard OpenTelemetry settings ask for traces (read without loading OpenTelemetry). */
 export function tracingWanted(env: NodeJS.ProcessEnv = process.env): boolean {

@@ -139,11 +139,36 @@ export interface RuntimeSetting {
   log?: Pick<Logger, 'warn' | 'info'>;
 }
 
+/**
+ * Where a runtime keeps its own folder: the variable it reads for it, else its default (`~` the home
+ * folder); `within`, a folder under what the variable names (for a runtime whose variable stands for
+ * the home folder, under which it keeps a folder of its own). Read with `runtimeHome` (src/config.ts).
+ */
+export interface RuntimeHome {
+  setting: string;
+  fallback: string;
+  within?: string;
+}
+
+/** A place `baton skill install` copies Baton's skill to for a runtime, and the option that asks for it. */
+export interface SkillTarget {
+  /** The option, as commander takes it: `--claude`, or `--openclaw-workspace <folder>` for one that takes a value. */
+  option: string;
+  /** Whose skills these are, for the help and the report. */
+  runtime: string;
+  /** The option's help: where the skill goes. */
+  help: string;
+  /** The skills folder; `value` is the option's value where it takes one. */
+  folder(value: string | true): string;
+}
+
 export interface AgentRuntime<Spec = unknown> {
   /** The key that names the runtime in an executor's entry. */
   key: string;
   /** One line for the message that lists the kinds of executor. */
   about: string;
+  /** Where Baton's skill goes for this runtime (`baton skill install`), if it loads skills. */
+  skills?: readonly SkillTarget[];
   /** The executor's entry, whole (with its key): checked when the config is read. */
   spec: z.ZodType<Spec>;
   /**

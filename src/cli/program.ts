@@ -35,7 +35,11 @@ export const commandGroups: ReadonlyArray<{ names: readonly string[]; load: () =
   { names: ['a2a'], load: async () => (await import('./commands/a2a.js')).registerA2A },
   { names: ['mcp'], load: async () => { const { registerMcp } = await import('./commands/mcp.js'); return (program) => registerMcp(program, version); } },
   { names: ['protocol'], load: async () => (await import('./commands/protocol.js')).registerProtocol },
-  { names: ['skill'], load: async () => (await import('./commands/skill.js')).registerSkill },
+  { names: ['skill'], load: async () => {
+    // The options of `skill install` are the runtimes' own (src/runtimes), loaded for this command only.
+    const [{ registerSkill }, { runtimes }] = await Promise.all([import('./commands/skill.js'), import('../runtimes/index.js')]);
+    return (program) => registerSkill(program, runtimes.flatMap((r) => r.skills ?? []));
+  } },
 ];
 
 /** The root's options that take a value as the next word (`--url http://…`). */

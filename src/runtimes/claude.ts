@@ -14,9 +14,8 @@
  */
 import { ConfigError } from '../config.js';
 import { codingAgentRuntime, failureOfStatus, newSessionId, type CodingCli, type RunReport } from './coding-agent.js';
-import { byModel } from './spend.js';
+import { byModel, sessionTotals, sinceSession, type Spent } from './spend.js';
 
-interface Totals { input: number; output: number; cached: number; cost: number; turns: number }
 
 interface ClaudeResult {
   type?: string;
@@ -36,6 +35,7 @@ const cli: CodingCli = {
   name: 'Claude Code',
   npmPackage: '@anthropic-ai/claude-code',
   command: 'claude',
+  home: { setting: 'CLAUDE_CONFIG_DIR', fallback: '~/.claude' },
   passEnv: /^(ANTHROPIC_|CLAUDE_CODE_|DISABLE_(TELEMETRY|AUTOUPDATER|ERROR_REPORTING|NON_ESSENTIAL_MODEL_CALLS)$|AWS_|CLOUD_ML_REGION$|VERTEX_|GOOGLE_APPLICATION_CREDENTIALS$)/,
   check(options) {
     if (options.bypassPermissions && !options.sandboxed && process.getuid?.() === 0) {
@@ -99,24 +99,18 @@ const cli: CodingCli = {
     const result = lastResult(output.stdout);
     if (!result) return { usage: [] };
     // A resumed session reports the session's totals so far: what this run spent is the difference.
-    const before = (session.state.totals ?? {}) as Record<string, Totals>;
-    const totals: Record<string, Totals> = {};
-    const usage = Object.entries(result.modelUsage ?? {}).map(([model, u], i) => {
-      const now = { input: (u.inputTokens ?? 0) + (u.cacheCreationInputTokens ?? 0), output: u.outputTokens ?? 0, cached: u.cacheReadInputTokens ?? 0, cost: u.costUSD ?? 0, turns: i === 0 ? result.num_turns ?? 0 : 0 };
-      totals[model] = now;
-      const had = session.resumed && before[model] && now.input >= before[model].input ? before[model] : { input: 0, output: 0, cached: 0, cost: 0, turns: 0 };
-      return {
-        model,
-        inputTokens: now.input - had.input,
-        outputTokens: Math.max(0, now.output - had.output),
-        cachedTokens: Math.max(0, now.cached - had.cached),
-        // The turns are the session's; they go with its first model.
-        turns: Math.max(0, now.turns - had.turns),
-        ...(u.costUSD !== undefined ? { costUsd: Math.max(0, now.cost - had.cost) } : {}),
-      };
-    });
-    session.state.totals = { ...before, ...totals };
-    const report: RunReport = { sessionId: result.session_id, text: result.result, usage };
+    const totals: Spent = Object.entries(result.modelUsage ?? {}).map(([model, u], i) => ({
+      model,
+      inputTokens: (u.inputTokens ?? 0) + (u.cacheCreationInputTokens ?? 0),
+      outputTokens: u.outputTokens ?? 0,
+      cachedTokens: u.cacheReadInputTokens ?? 0,
+      // The turns are the session's; they go with its first model.
+      turns: i === 0 ? result.num_turns ?? 0 : 0,
+      ...(u.costUSD !== undefined ? { costUsd: u.costUSD } : {}),
+    }));
+    const before = session.resumed ? session.state.totals as Spent | undefined : undefined;
+    session.state.totals = sessionTotals(totals, before);
+    const report: RunReport = { sessionId: result.session_id, text: result.result, usage: sinceSession(totals, before) };
     if (result.is_error) {
       const why = (result.result ?? result.subtype ?? 'an error').slice(0, 1000);
       report.failure = result.api_error_status ? failureOfStatus(result.api_error_status, why) : { kind: 'retry', message: `the run ended in error (${result.subtype ?? 'error'}): ${why}` };

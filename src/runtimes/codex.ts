@@ -11,11 +11,11 @@
  * `danger-full-access` (no sandbox).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { passedEnvironment } from '../config.js';
+import { runtimeHome } from '../config.js';
+import type { RuntimeHome } from '../contract.js';
 import { codingAgentRuntime, failureOfStatus, type CodingCli, type RunReport, type RunSetup, type Session } from './coding-agent.js';
-import { readOr, type Spent } from './spend.js';
+import { readOr, sessionTotals, sinceSession, type Spent } from './spend.js';
 
 interface CodexEvent {
   type?: string;
@@ -26,14 +26,17 @@ interface CodexEvent {
   message?: string;
 }
 
+/** Codex's own folder: $CODEX_HOME, else ~/.codex. */
+const home: RuntimeHome = { setting: 'CODEX_HOME', fallback: '~/.codex' };
 /** The Codex settings whose provider and login a run's private home copies: the executor's CODEX_HOME, the daemon's, or ~/.codex. */
-const codexHomeOf = (run: RunSetup) => run.options.env.CODEX_HOME || passedEnvironment(/^CODEX_HOME$/).CODEX_HOME || path.join(os.homedir(), '.codex');
+const codexHomeOf = (run: RunSetup) => run.options.env.CODEX_HOME || runtimeHome(home);
 
 const cli: CodingCli = {
   key: 'codex',
   name: 'Codex',
   npmPackage: '@openai/codex',
   command: 'codex',
+  home,
   passEnv: /^(OPENAI_|AZURE_OPENAI_|CODEX_API_KEY$)/,
   prepare(run) {
     const home = path.join(run.home, 'codex');
@@ -58,7 +61,7 @@ const cli: CodingCli = {
     // Its thread's total at each turn's end (stdout), and at each model answer (the rollout Codex writes
     // to its home as it goes, read every few seconds and once it ended): this run's spend so far.
     const base = session.resumed ? threadTotal(session) : undefined;
-    const sinceRun = (total: CodexUsage) => [spentSince(total, base, run)];
+    const sinceRun = (total: CodexUsage) => sinceSession([countsOf(total, run)], base);
     return {
       line(text) {
         if (!text.includes('"turn.completed"')) return undefined;
@@ -91,36 +94,26 @@ const cli: CodingCli = {
     report.text = texts.at(-1);
     if (total) {
       const before = session.resumed ? threadTotal(session) : undefined;
-      report.usage.push({ ...spentSince(total, before, run), turns });
-      // The thread's total, for the next run of it to subtract.
-      const now = full(total);
-      session.state.total = before && now.input_tokens < before.input_tokens
-        ? { ...now, input_tokens: now.input_tokens + before.input_tokens, cached_input_tokens: now.cached_input_tokens + before.cached_input_tokens, output_tokens: now.output_tokens + before.output_tokens }
-        : now;
+      const now = [countsOf(total, run)];
+      report.usage.push(...sinceSession(now, before).map((u) => ({ ...u, turns })));
+      session.state.total = sessionTotals(now, before);
     }
     return report;
   },
 };
 
 type CodexUsage = NonNullable<CodexEvent['usage']>;
-const full = (u: CodexUsage): Required<CodexUsage> => ({ input_tokens: u.input_tokens ?? 0, cached_input_tokens: u.cached_input_tokens ?? 0, output_tokens: u.output_tokens ?? 0, reasoning_output_tokens: u.reasoning_output_tokens ?? 0 });
-const threadTotal = (session: Session) => session.state.total as Required<CodexUsage> | undefined;
+/** The thread's totals after the run before, Baton's counts (a resumed thread reports the thread's totals: sinceSession). */
+const threadTotal = (session: Session) => session.state.total as Spent | undefined;
 
 /**
- * What this run spent, from a total Codex reported: on a resumed thread the total is the thread's, so
- * the run's is the difference from the total before it (a total below it is the run's own). Codex's
- * input counts the cached tokens too, which Baton counts apart.
+ * A total Codex reported, in Baton's counts: Codex's input counts the cached tokens too, which Baton
+ * counts apart; its output counts the reasoning too (the Responses API's `output_tokens`, of which
+ * `reasoning_output_tokens` is a part), so that part is not added again.
  */
-function spentSince(total: CodexUsage, before: Required<CodexUsage> | undefined, run: RunSetup): Spent[number] {
-  const now = full(total);
-  const base = before && now.input_tokens >= before.input_tokens ? before : full({});
-  const cached = now.cached_input_tokens - base.cached_input_tokens;
-  return {
-    model: modelOf(run),
-    inputTokens: Math.max(0, now.input_tokens - base.input_tokens - cached),
-    outputTokens: Math.max(0, now.output_tokens - base.output_tokens),
-    cachedTokens: Math.max(0, cached),
-  };
+function countsOf(total: CodexUsage, run: RunSetup): Spent[number] {
+  const cached = total.cached_input_tokens ?? 0;
+  return { model: modelOf(run), inputTokens: Math.max(0, (total.input_tokens ?? 0) - cached), outputTokens: total.output_tokens ?? 0, cachedTokens: cached };
 }
 
 /**

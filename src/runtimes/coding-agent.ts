@@ -16,12 +16,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { RetryableError, UnavailableError, type AgentRuntime, type BudgetLeft, type ExecutorContext, type RuntimeSetting } from '../contract.js';
+import { RetryableError, UnavailableError, type AgentRuntime, type BudgetLeft, type ExecutorContext, type RuntimeHome, type RuntimeSetting } from '../contract.js';
 import { guessMediaType } from '../client/artifacts.js';
 import { ConfigError, passedEnvironment } from '../config.js';
 import type { RunUsage, Task } from '../schemas.js';
 import { LOOK_EVERY_MS, SpendRecorder, type Meter } from './spend.js';
 import { endTree, runMark } from '../reaper.js';
+import { skillsInHome } from './skills.js';
 
 /** The options every coding-agent executor takes, under its CLI's key: `{"claude": {…}}`. */
 export const CodingAgentOptions = z.strictObject({
@@ -100,6 +101,8 @@ export interface CodingCli {
   npmPackage: string;
   /** Its command. */
   command: string;
+  /** Its own folder (settings, skills), as its variable names it: Baton's skill goes to its `skills`. */
+  home: RuntimeHome;
   /** The daemon's variables the CLI is given (its provider's key and base URL). */
   passEnv: RegExp;
   /** Refuses options this CLI cannot honour (at start-up). */
@@ -135,6 +138,7 @@ export function codingAgentRuntime(cli: CodingCli): AgentRuntime<Record<string, 
     key: cli.key,
     about: `"${cli.key}" (${cli.name}, with its options: {"${cli.key}": {"model": …}})`,
     spec: spec as unknown as z.ZodType<Record<string, CodingAgentOptions>>,
+    skills: [skillsInHome(cli.key, cli.name, cli.home)],
     async executor(entry, setting) {
       const options = CodingAgentOptions.parse(entry[cli.key] ?? {});
       cli.check?.(options);

@@ -12,9 +12,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { runtimeHomes } from '../config.js';
+import { runtimeHome } from '../config.js';
 import { codingAgentRuntime, failureOfStatus, newSessionId, type CodingCli, type RunReport } from './coding-agent.js';
-import { byModel, readOr, type Spent } from './spend.js';
+import { byModel, readOr, sinceSession, type Spent } from './spend.js';
 
 interface GeminiTokens { input?: number; prompt?: number; candidates?: number; cached?: number; thoughts?: number }
 interface GeminiOutput {
@@ -32,11 +32,13 @@ const cli: CodingCli = {
   name: 'Gemini CLI',
   npmPackage: '@google/gemini-cli',
   command: 'gemini',
+  // GEMINI_CLI_HOME stands for the home folder, under which Gemini CLI keeps .gemini.
+  home: { setting: 'GEMINI_CLI_HOME', fallback: '~', within: '.gemini' },
   passEnv: /^(GEMINI_|GOOGLE_(API_KEY|GEMINI_BASE_URL|CLOUD_PROJECT|CLOUD_LOCATION|GENAI_USE_VERTEXAI|APPLICATION_CREDENTIALS)$)/,
   prepare(run) {
     const dir = path.join(run.home, '.gemini');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const own = path.join(runtimeHomes.gemini(), 'settings.json');
+    const own = path.join(runtimeHome(cli.home), 'settings.json');
     const settings = fs.existsSync(own) ? fs.readFileSync(own, 'utf8') : JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } });
     fs.writeFileSync(path.join(dir, 'settings.json'), settings, { mode: 0o600 });
     // The tools the agent may use, as rules of Gemini CLI's policy engine: each named tool, and `baton`.
@@ -69,11 +71,7 @@ const cli: CodingCli = {
     return {
       look: () => {
         const now = sessionSpend(run.home, session.id);
-        const spent = now.spent.map((m) => {
-          const had = before.find((b) => b.model === m.model);
-          return had ? { model: m.model, inputTokens: m.inputTokens! - had.inputTokens!, outputTokens: m.outputTokens! - had.outputTokens!, cachedTokens: m.cachedTokens! - had.cachedTokens!, turns: m.turns! - had.turns! } : m;
-        });
-        return { spent, ended: !now.calls };
+        return { spent: sinceSession(now.spent, before), ended: !now.calls };
       },
     };
   },
@@ -84,6 +82,8 @@ const cli: CodingCli = {
       const api = /ApiError: \{"error":\{"code":(\d{3}),"message":"((?:[^"\\]|\\.)*)"/.exec(output.stderr);
       return { usage: [], ...(api ? { failure: failureOfStatus(Number(api[1]), api[2]!) } : {}) };
     }
+    // Its stats at the end are this process's own (a resumed session's earlier runs are not in them):
+    // nothing to subtract, unlike its session record above.
     const usage = Object.entries(parsed.stats?.models ?? {}).map(([model, m]) => ({
       model,
       inputTokens: m.tokens?.input ?? Math.max(0, (m.tokens?.prompt ?? 0) - (m.tokens?.cached ?? 0)),

@@ -15,6 +15,7 @@
  * retried after a backoff); it reads text and data parts only (the task goes as text, its inputs named).
  */
 import crypto from 'node:crypto';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Role, TaskState, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
@@ -23,6 +24,7 @@ import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
 import { z } from 'zod';
 import { ConfigError, namedVariable } from '../config.js';
 import type { Logger } from '../logger.js';
+import { skillsInHome } from './skills.js';
 import type { Message, Task } from '../schemas.js';
 
 export interface OpenClawGatewayOptions {
@@ -231,5 +233,11 @@ export const openclaw: AgentRuntime<OpenClawSpec> = {
   key: 'openclaw',
   about: '"openclaw" (an OpenClaw gateway\'s URL, with "tokenEnv")',
   spec: OpenClawSpec,
+  skills: [
+    { ...skillsInHome('openclaw', 'OpenClaw (every agent of the gateway)', { setting: 'OPENCLAW_STATE_DIR', fallback: '~/.openclaw' }),
+      help: 'OpenClaw\'s shared skills: $OPENCLAW_STATE_DIR/skills, else ~/.openclaw/skills' },
+    { option: '--openclaw-workspace <folder>', runtime: 'OpenClaw (the agent of this workspace)', help: 'one OpenClaw agent\'s workspace: <folder>/skills',
+      folder: (workspace) => path.join(path.resolve(String(workspace)), 'skills') },
+  ],
   executor: async (spec, setting) => openclawExecutor(gatewayOf(spec, setting.what)),
 };

@@ -77,6 +77,33 @@ export class SpendRecorder {
   }
 }
 
+/**
+ * A run's own spend, from its session's totals after the run and before it, by model: a CLI that
+ * reports a resumed session's totals (Claude Code's `modelUsage`, Codex's thread total, Gemini CLI's
+ * record of the session) counts what the runs before spent too. A model's total below the one before
+ * (its input, cached or not, only grows within a session) is the run's own: the CLI counted afresh.
+ */
+export function sinceSession(now: Spent, before: Spent | undefined): Spent {
+  return now.map((m) => {
+    const had = before?.find((b) => b.model === m.model);
+    const spent = had && !afresh(m, had) ? combine(m, had, (x, y) => Math.max(0, x - y)) : { ...m };
+    if (m.costUsd === undefined) delete spent.costUsd;
+    return spent;
+  });
+}
+
+/** The session's totals after a run, for the next run of it to subtract: what the CLI reported, or added to the totals before where it counted afresh. */
+export function sessionTotals(now: Spent, before: Spent | undefined): Spent {
+  const totals = new Map((before ?? []).map((b) => [b.model, b]));
+  for (const m of now) {
+    const had = totals.get(m.model);
+    totals.set(m.model, had && afresh(m, had) ? combine(m, had, (x, y) => x + y) : m);
+  }
+  return [...totals.values()];
+}
+
+const afresh = (now: Counts, had: Counts) => now.inputTokens + (now.cachedTokens ?? 0) < had.inputTokens + (had.cachedTokens ?? 0);
+
 /** The spend by model in one list, adding up what the entries say of each model. */
 export function byModel(entries: Iterable<Counts>): Spent {
   const sums = new Map<string, Counts>();
