@@ -136,6 +136,8 @@ export interface RuntimeSetting {
   baton: string[];
   /** Which executor this is, for messages (e.g. `executor "code"`). */
   what: string;
+  /** This Baton's version, for a runtime that names its client to the program it talks to. */
+  version?: string;
   log?: Pick<Logger, 'warn' | 'info'>;
 }
 

@@ -25,7 +25,8 @@ describe('the agent runtimes', () => {
   const targets = runtimes.flatMap((r) => (r.skills ?? []).map((t) => ({ ...t, key: r.key })));
 
   it('each declare where their skills go, and baton skill install offers exactly those', async () => {
-    expect(runtimes.filter((r) => !r.skills?.length).map((r) => r.key)).toEqual([]);
+    // Each says, an empty list where it loads no skills of its own.
+    expect(runtimes.filter((r) => !r.skills).map((r) => r.key)).toEqual([]);
     const help = await baton(['skill', 'install', '--help']);
     expect(help.code, help.stderr).toBe(0);
     // The command's own options, not the global ones listed after them.

@@ -13,6 +13,7 @@ import type { Message, Task } from '../schemas.js';
 import type { Executor, Executors } from './executors.js';
 import type { AgentRuntime } from '../contract.js';
 import { packageRoot } from '../stack/paths.js';
+import { version } from '../cli/package.js';
 
 /** This installation's `baton` command, as a program and its arguments. */
 export const batonCommand = (): string[] => [process.execPath, path.join(packageRoot, 'dist', 'cli', 'index.js')];
@@ -192,7 +193,7 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn' | 'i
   const executors: Executors = {};
   for (const [name, spec] of Object.entries(specs ?? {})) {
     if ('runtime' in spec) {
-      executors[name] = await spec.runtime.executor(spec.entry, { file: path.resolve(file), what: `executor "${name}"`, baton: batonCommand(), log });
+      executors[name] = await spec.runtime.executor(spec.entry, { file: path.resolve(file), what: `executor "${name}"`, baton: batonCommand(), version, log });
       continue;
     }
     if ('command' in spec) {

@@ -4,8 +4,9 @@
  */
 import { claude } from './claude.js';
 import { codex } from './codex.js';
+import { codexSession } from './codex-session.js';
 import { gemini } from './gemini.js';
 import { openclaw } from './openclaw.js';
 import type { AgentRuntime } from '../contract.js';
 
-export const runtimes: ReadonlyArray<AgentRuntime<any>> = [openclaw, claude, codex, gemini];
+export const runtimes: ReadonlyArray<AgentRuntime<any>> = [openclaw, claude, codex, codexSession, gemini];

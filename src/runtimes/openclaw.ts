@@ -24,6 +24,7 @@ import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
 import { z } from 'zod';
 import { ConfigError, namedVariable } from '../config.js';
 import type { Logger } from '../logger.js';
+import { answerMessage, replyResult, workMessage } from './conversation.js';
 import { skillsInHome } from './skills.js';
 import type { Message, Task } from '../schemas.js';
 
@@ -38,8 +39,6 @@ export interface OpenClawGatewayOptions {
 const READ_EVERY_MS = 10_000;
 /** How long the gateway may go unanswering while its agent works, before the task is retried. */
 const UNREACHABLE_MS = 5 * 60_000;
-/** A reply longer than this is attached as reply.md, its beginning kept as the summary. */
-const SUMMARY_CHARS = 16_000;
 
 /** One gateway's A2A client, made from its card on first use (and again after a failure). */
 function gatewayClient({ url, token }: OpenClawGatewayOptions, returnImmediately: boolean) {
@@ -85,21 +84,6 @@ const refusedToken = (err: unknown) => err instanceof Error && /\b(401|403)\b|un
 /** A2A's TaskNotFound (-32001), read from the error's words: its class's name does not survive the CLI's bundle. */
 const isNotFound = (err: unknown) => err instanceof Error && /task not found|-32001/i.test(err.message);
 
-/** A Baton task as the message that starts its conversation with the gateway's agent. */
-export function workMessage(task: Task, ctx: Pick<ExecutorContext, 'attempt' | 'inputs'>): string {
-  const { task_type: _type, ...payload } = task.payload;
-  const lines = [`Baton task ${task.id} from ${task.from_agent}: ${task.title}`];
-  if (task.description && task.description !== task.title) lines.push('', task.description);
-  if (Object.keys(payload).length) lines.push('', `Payload: ${JSON.stringify(payload)}`);
-  if (ctx.inputs.length) {
-    lines.push('', 'Input artifacts (read one with: baton artifact get <task> <name>):');
-    for (const a of ctx.inputs) lines.push(`- ${a.task_id} ${a.name} (${a.media_type}${a.uri ? `, ${a.uri}` : `, ${a.size_bytes} bytes`})`);
-  }
-  if (ctx.attempt > 1) lines.push('', `This is attempt ${ctx.attempt}: an earlier one did not finish.`);
-  lines.push('', `Reply with the result when you are done: your reply is the task's result (start it with FAILED: if you cannot do it). To ask ${task.from_agent} something first, run \`baton ask ${task.id} "<question>"\` and end your turn; the answer comes back here.`);
-  return lines.join('\n');
-}
-
 /**
  * The `openclaw` executor: the task goes to the gateway's agent as a conversation of its own, and its
  * reply completes the Baton task. A question asked meanwhile with `baton ask` holds no slot; its answer
@@ -116,9 +100,9 @@ export function openclawExecutor(options: OpenClawGatewayOptions): Handler {
     for (;;) {
       const reply = await replyTo(gateway, contextId, text, ctx, options.url);
       const answer = await ctx.answered();
-      if (answer === undefined) return result(reply, ctx);
+      if (answer === undefined) return replyResult(reply, ctx, 'the OpenClaw agent');
       ctx.log.info({ contextId }, 'the gateway\'s agent asked, and was answered; its answer goes into the same conversation');
-      text = `Answer from ${task.from_agent} to your question on Baton task ${task.id}:\n\n${answer}\n\nGo on with the task and reply with the result.`;
+      text = answerMessage(task, answer);
     }
   };
 }
@@ -155,15 +139,6 @@ async function replyTo(gateway: ReturnType<typeof gatewayClient>, contextId: str
   // A rejection is the gateway's policy (a slash command, a peer it does not admit): no retry will pass.
   if (state === TaskState.TASK_STATE_REJECTED) throw new Error(`the OpenClaw gateway at ${url} rejected the task: ${why}`);
   throw new RetryableError(`the OpenClaw agent at ${url} failed the task: ${why}`);
-}
-
-async function result(reply: string, ctx: ExecutorContext) {
-  // The skill's word for "I cannot do this": the agent's decision, which no retry changes.
-  const failed = /^FAILED:\s*/i.exec(reply);
-  if (failed) throw new Error(`the OpenClaw agent could not do it: ${reply.slice(failed[0].length) || 'it gave no reason'}`);
-  if (reply.length <= SUMMARY_CHARS) return { status: 'success', summary: reply || 'done (the OpenClaw agent replied with no text)' };
-  await ctx.artifact('reply.md', reply, { mediaType: 'text/markdown' });
-  return { status: 'success', summary: `${reply.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` };
 }
 
 /** How many times news whose turn failed in the gateway is told again. */

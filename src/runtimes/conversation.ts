@@ -1,0 +1,43 @@
+/**
+ * A task as a conversation with an agent that Baton talks to in words (an OpenClaw gateway's agent, a
+ * person's Codex session): the message that starts it, the one that carries an answer to the agent's
+ * question, and the reply that ends it, read as the task's result.
+ */
+import type { ExecutorContext } from '../contract.js';
+import type { Task } from '../schemas.js';
+
+/** A reply longer than this is attached as reply.md, its beginning kept as the summary. */
+const SUMMARY_CHARS = 16_000;
+
+/** A Baton task as the message that starts its conversation with the agent. */
+export function workMessage(task: Task, ctx: Pick<ExecutorContext, 'attempt' | 'inputs'>): string {
+  const { task_type: _type, ...payload } = task.payload;
+  const lines = [`Baton task ${task.id} from ${task.from_agent}: ${task.title}`];
+  if (task.description && task.description !== task.title) lines.push('', task.description);
+  if (Object.keys(payload).length) lines.push('', `Payload: ${JSON.stringify(payload)}`);
+  if (ctx.inputs.length) {
+    lines.push('', 'Input artifacts (read one with: baton artifact get <task> <name>):');
+    for (const a of ctx.inputs) lines.push(`- ${a.task_id} ${a.name} (${a.media_type}${a.uri ? `, ${a.uri}` : `, ${a.size_bytes} bytes`})`);
+  }
+  if (ctx.attempt > 1) lines.push('', `This is attempt ${ctx.attempt}: an earlier one did not finish.`);
+  lines.push('', `Reply with the result when you are done: your reply is the task's result (start it with FAILED: if you cannot do it). To ask ${task.from_agent} something first, run \`baton ask ${task.id} "<question>"\` and end your turn; the answer comes back here.`);
+  return lines.join('\n');
+}
+
+/** The sender's answer to the agent's question, as the next message of the same conversation. */
+export function answerMessage(task: Task, answer: string): string {
+  return `Answer from ${task.from_agent} to your question on Baton task ${task.id}:\n\n${answer}\n\nGo on with the task and reply with the result.`;
+}
+
+/**
+ * The agent's last reply as the task's result; a long one attached whole as reply.md. A reply that
+ * starts with FAILED: (the skill's word for "I cannot do this") fails the attempt: the agent's
+ * decision, which no retry changes.
+ */
+export async function replyResult(reply: string, ctx: Pick<ExecutorContext, 'artifact'>, who: string): Promise<{ status: 'success'; summary: string }> {
+  const failed = /^FAILED:\s*/i.exec(reply);
+  if (failed) throw new Error(`${who} could not do it: ${reply.slice(failed[0].length) || 'it gave no reason'}`);
+  if (reply.length <= SUMMARY_CHARS) return { status: 'success', summary: reply || `done (${who} replied with no text)` };
+  await ctx.artifact('reply.md', reply, { mediaType: 'text/markdown' });
+  return { status: 'success', summary: `${reply.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` };
+}
