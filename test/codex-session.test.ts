@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batonCommand } from '../src/agent/options.js';
+import { batonCommand, loadAgentFile } from '../src/agent/options.js';
 import type { Handler } from '../src/contract.js';
-import { codexSession } from '../src/runtimes/codex-session.js';
+import { codexSession, codexSessionTeller } from '../src/runtimes/codex-session.js';
 import type { Task } from '../src/schemas.js';
 // @ts-expect-error: a plain JS script
 import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
@@ -187,4 +187,41 @@ describe('codex-session: work into a person\'s running Codex session', () => {
     expect((await sender.client.getTask(task.id)).status).toBe('cancelled');
     person.close();
   }, 240_000);
+
+  it('tells the session of the agent that handed work over the worker\'s question and then the result, each as a turn', async () => {
+    const person = await personClient();
+    await person.say('I will hand the merge over');
+    // The person's session is the sender's: its daemon tells it the news (tell: {"codex-session": …}).
+    const sender = await newAgent('codex-session-sender');
+    const teller = codexSessionTeller({ url: `unix://${socket}`, thread: person.threadId, timeoutSeconds: 300 }, 'test');
+    await daemon(sender, { onResult: teller.onResult, onQuestion: teller.onQuestion });
+    const workerAgent = await newAgent('codex-session-merger');
+    await daemon(workerAgent, { executors: { '*': async (_task: Task, ctx: { ask(q: string): Promise<string> }) => `merged into ${await ctx.ask('Which branch?')}` } });
+    const task = await sender.client.handoff({ to: workerAgent.id, title: 'Merge the fix' });
+
+    const asked = await eventually(async () => userMessages(person.heard).find((m) => m.text.includes(`asks about Baton task ${task.id}`)), 60_000, 'the question in the session');
+    expect(asked.text).toContain('Which branch?');
+    expect(asked.text).toContain(`baton answer ${task.id}`);
+    await sender.client.answer(task.id, 'main');
+    const told = await eventually(async () => userMessages(person.heard).find((m) => m.text.includes(`Baton task ${task.id} "Merge the fix", which you handed over, is completed (by ${workerAgent.id})`)), 60_000, 'the result in the session');
+    expect(told.text).toContain('merged into main');
+    // Each news a turn of its own, after the person's, each ended.
+    const turns = userMessages(person.heard).map((m) => m.turn);
+    expect(new Set(turns).size).toBe(3);
+    await eventually(async () => (person.turnsEnded().length === 3 ? true : undefined), 60_000, 'the news turns to end');
+    person.close();
+  }, 240_000);
+
+  it('is read from baton.agent.json as an executor and as the teller, and refused with what to fix', async () => {
+    const file = path.join(scratch, 'session.agent.json');
+    const url = `unix://${socket}`;
+    fs.writeFileSync(file, JSON.stringify({ executors: { '*': { 'codex-session': { url } } }, tell: { 'codex-session': { url, thread: 'any' } } }));
+    const loaded = await loadAgentFile(file);
+    expect(typeof loaded.executors?.['*']).toBe('function');
+    expect(typeof loaded.onResult).toBe('function');
+    fs.writeFileSync(file, JSON.stringify({ executors: { '*': { 'codex-session': { url: '/tmp/app.sock' } } } }));
+    await expect(loadAgentFile(file)).rejects.toThrow(/unix:\/\/\/path\/to\/socket or ws:\/\/host:port/);
+    fs.writeFileSync(file, JSON.stringify({ executors: { '*': { 'codex-session': { url, tokenEnv: 'BATON_TEST_UNSET_CODEX_TOKEN' } } } }));
+    await expect(loadAgentFile(file)).rejects.toThrow(/BATON_TEST_UNSET_CODEX_TOKEN is set neither/);
+  });
 });

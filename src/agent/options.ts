@@ -146,7 +146,8 @@ function executorSpec(runtimes: ReadonlyArray<AgentRuntime<unknown>>) {
 
 /** What baton.agent.json may hold, with the runtimes' entries (src/runtimes). */
 export async function agentFileSchema() {
-  const [{ runtimes }, { OpenClawSpec }] = await Promise.all([import('../runtimes/index.js'), import('../runtimes/openclaw.js')]);
+  const [{ runtimes }, { OpenClawSpec }, { CodexSessionSpec }] = await Promise.all([
+    import('../runtimes/index.js'), import('../runtimes/openclaw.js'), import('../runtimes/codex-session.js')]);
   return z.strictObject({
     /**
      * The environment variable (or .env line) holding this agent's token, where one process runs
@@ -168,8 +169,8 @@ export async function agentFileSchema() {
     slowPollSeconds: z.number().positive().optional(),
     metricsPort: z.number().int().min(0).max(65535).optional(),
     executors: z.record(z.string(), executorSpec(runtimes)).optional(),
-    /** Tell an OpenClaw gateway's agent the results of, and questions about, the tasks this agent sent. */
-    tell: OpenClawSpec.optional(),
+    /** Tell an OpenClaw gateway's agent, or a person's Codex session, the results of and questions about the tasks this agent sent. */
+    tell: z.union([OpenClawSpec, CodexSessionSpec]).optional(),
   });
 }
 type AgentFileConfig = z.infer<Awaited<ReturnType<typeof agentFileSchema>>>;
@@ -188,8 +189,7 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn' | 'i
     throw new ConfigError(`the agent config ${file} is invalid: ${problems}`);
   }
   const { executors: specs, tell, ...rest } = parsed.data;
-  const openclaw = await import('../runtimes/openclaw.js');
-  const told = tell ? openclaw.openclawTeller({ ...openclaw.gatewayOf(tell, '"tell"'), log }) : {};
+  const told = tell ? await tellerOf(tell, log) : {};
   const executors: Executors = {};
   for (const [name, spec] of Object.entries(specs ?? {})) {
     if ('runtime' in spec) {
@@ -215,6 +215,16 @@ export async function loadAgentFile(file: string, log?: Pick<Logger, 'warn' | 'i
     executors[name] = handler as Executor;
   }
   return { ...rest, ...told, executors };
+}
+
+/** The teller `tell` names: an OpenClaw gateway's agent, or a person's Codex session. */
+async function tellerOf(tell: NonNullable<AgentFileConfig['tell']>, log?: Pick<Logger, 'warn' | 'info'>) {
+  if ('codex-session' in tell) {
+    const { codexSessionTeller, sessionOptions } = await import('../runtimes/codex-session.js');
+    return codexSessionTeller(sessionOptions(tell, '"tell"'), version, log);
+  }
+  const openclaw = await import('../runtimes/openclaw.js');
+  return openclaw.openclawTeller({ ...openclaw.gatewayOf(tell, '"tell"'), log });
 }
 
 /**

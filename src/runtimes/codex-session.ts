@@ -21,8 +21,9 @@ import WebSocket from 'ws';
 import { z } from 'zod';
 import { RetryableError, UnavailableError, type AgentRuntime, type ExecutorContext, type Handler } from '../contract.js';
 import { ConfigError, namedVariable } from '../config.js';
+import type { Logger } from '../logger.js';
 import type { Task } from '../schemas.js';
-import { answerMessage, replyResult, workMessage } from './conversation.js';
+import { answerMessage, questionNews, replyResult, resultNews, workMessage, type Teller } from './conversation.js';
 
 export const CodexSessionSpec = z.strictObject({
   'codex-session': z.strictObject({
@@ -116,44 +117,74 @@ class AppServer {
   }
 }
 
+/** The person's session: one connection to its app server, and its turns one at a time. */
+class Session {
+  private connecting?: Promise<AppServer>;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: Options & { token?: string }, private readonly version: string) {}
+
+  /** Runs `work` once the turns before it have ended, with the app server and the session's thread. */
+  inTurn<T>(work: (server: AppServer, threadId: string, model: string) => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
+      const server = await this.connection();
+      const threadId = this.options.thread ?? await onlyThread(server);
+      // Subscribes this connection to the thread's events.
+      const resumed = await server.request<{ model?: string; thread?: { model?: string } }>('thread/resume', { threadId, excludeTurns: true })
+        .catch((err: Error) => { throw new UnavailableError(`the Codex app server at ${this.options.url} has no thread ${threadId}: ${err.message}`, { cause: err }); });
+      return work(server, threadId, resumed.model ?? resumed.thread?.model ?? 'codex');
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** One turn of the thread with `text`, once the person's own turn (if any) has ended: Codex's last message. */
+  async turn(server: AppServer, threadId: string, text: string, model: string, ctx: TurnContext): Promise<string> {
+    const read = await server.request<{ thread?: { status?: { type?: string } } }>('thread/read', { threadId });
+    return turn(server, threadId, text, model, read.thread?.status?.type !== 'active', this.options.timeoutSeconds, ctx);
+  }
+
+  private async connection(): Promise<AppServer> {
+    const server = await (this.connecting ??= AppServer.open(this.options, this.version).catch((err: unknown) => { this.connecting = undefined; throw err; }));
+    if (!server.closed) return server;
+    this.connecting = undefined;
+    return this.connection();
+  }
+}
+
+type TurnContext = Pick<ExecutorContext, 'signal' | 'usage' | 'log'>;
+
 /** The `codex-session` executor: each task a turn of the person's thread, one at a time. */
 export function codexSessionExecutor(options: Options & { token?: string }, version: string): Handler {
-  let connecting: Promise<AppServer> | undefined;
-  const connection = async () => {
-    const server = await (connecting ??= AppServer.open(options, version).catch((err: unknown) => { connecting = undefined; throw err; }));
-    if (!server.closed) return server;
-    connecting = undefined;
-    return connection();
-  };
-  // One turn at a time in a thread: the next task waits for the one before to end.
-  let queue: Promise<unknown> = Promise.resolve();
-  return (task: Task, ctx: ExecutorContext) => {
-    const run = queue.then(() => work(task, ctx));
-    queue = run.catch(() => undefined);
-    return run;
-  };
-
-  async function work(task: Task, ctx: ExecutorContext): Promise<unknown> {
-    const server = await connection();
-    const threadId = options.thread ?? await onlyThread(server);
-    const resumed = await server.request<{ model?: string; thread?: { model?: string } }>('thread/resume', { threadId, excludeTurns: true })
-      .catch((err: Error) => { throw new UnavailableError(`the Codex app server at ${options.url} has no thread ${threadId}: ${err.message}`, { cause: err }); });
-    const model = resumed.model ?? resumed.thread?.model ?? 'codex';
-    // Whether the person has a turn going now (the next turn waits for it to end).
-    const idle = async () => (await server.request<{ thread?: { status?: { type?: string } } }>('thread/read', { threadId })).thread?.status?.type !== 'active';
+  const session = new Session(options, version);
+  return (task: Task, ctx: ExecutorContext) => session.inTurn(async (server, threadId, model) => {
     let text = workMessage(task, ctx);
     for (;;) {
-      const reply = await turn(server, threadId, text, model, await idle(), options.timeoutSeconds, ctx);
+      const reply = await session.turn(server, threadId, text, model, ctx);
       const answer = await ctx.answered();
       if (answer === undefined) return replyResult(reply, ctx, 'the Codex session');
       ctx.log.info({ threadId }, 'the Codex session asked, and was answered; the answer goes into the same thread');
       text = answerMessage(task, answer);
     }
-  }
+  });
+}
+
+/**
+ * Tells the person's session the news of the tasks its agent handed over (`tell` in baton.agent.json):
+ * a result, or a question the worker asks, each as a turn of the session, so that the person (and
+ * Codex) hear of it without polling. What that turn spends is the person's, not a task's: it is not
+ * recorded.
+ */
+export function codexSessionTeller(options: Options & { token?: string }, version: string, log?: Pick<Logger, 'warn'>): Teller {
+  const session = new Session(options, version);
+  const quiet = { signal: new AbortController().signal, usage: async () => undefined, log: { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } } as unknown as TurnContext;
+  const tell = (text: string) => session.inTurn((server, threadId, model) => session.turn(server, threadId, text, model, quiet))
+    .then(() => undefined, (err: unknown) => log?.warn({ err }, 'could not tell the Codex session the news'));
+  return { onResult: (task) => tell(resultNews(task)), onQuestion: (task, asked) => tell(questionNews(task, asked)) };
 }
 
 /** One turn of the thread, started once it is idle: the agent's last message, its spend recorded as it comes. */
-function turn(server: AppServer, threadId: string, text: string, model: string, idle: boolean, timeoutSeconds: number, ctx: ExecutorContext): Promise<string> {
+function turn(server: AppServer, threadId: string, text: string, model: string, idle: boolean, timeoutSeconds: number, ctx: TurnContext): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     let turnId: string | undefined;
     let reply = '';
@@ -235,6 +266,14 @@ async function onlyThread(server: AppServer): Promise<string> {
 
 interface LoadedThread { id: string; ephemeral?: boolean; parentThreadId?: string | null; threadSource?: string | null; name?: string | null }
 
+/** The options of an entry, with its token read (a ConfigError at start-up where its variable is unset). */
+export function sessionOptions(spec: CodexSessionSpec, what: string): Options & { token?: string } {
+  const options = spec['codex-session'];
+  const token = options.tokenEnv ? namedVariable(options.tokenEnv) : undefined;
+  if (options.tokenEnv && !token) throw new ConfigError(`${what}: ${options.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token of the Codex app server at ${options.url}`);
+  return { ...options, token };
+}
+
 export const codexSession: AgentRuntime<CodexSessionSpec> = {
   key: 'codex-session',
   about: '"codex-session" (a person\'s running Codex app server, {"codex-session": {"url": "unix:///…", "thread": …}})',
@@ -242,12 +281,10 @@ export const codexSession: AgentRuntime<CodexSessionSpec> = {
   // The person's Codex loads the skill from its own folder: baton skill install --codex.
   skills: [],
   async executor(spec, setting) {
-    const options = spec['codex-session'];
+    const options = sessionOptions(spec, setting.what);
     if (options.url.startsWith('unix://') && !fs.existsSync(options.url.slice('unix://'.length))) {
       setting.log?.warn({ executor: setting.what, url: options.url }, 'no Codex app server socket there yet: tasks are handed back until one listens');
     }
-    const token = options.tokenEnv ? namedVariable(options.tokenEnv) : undefined;
-    if (options.tokenEnv && !token) throw new ConfigError(`${setting.what}: ${options.tokenEnv} is set neither in the environment nor in the project's .env; it holds the token of the Codex app server at ${options.url}`);
-    return codexSessionExecutor({ ...options, token }, setting.version ?? 'unknown');
+    return codexSessionExecutor(options, setting.version ?? 'unknown');
   },
 };

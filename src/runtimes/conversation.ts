@@ -4,7 +4,7 @@
  * question, and the reply that ends it, read as the task's result.
  */
 import type { ExecutorContext } from '../contract.js';
-import type { Task } from '../schemas.js';
+import type { Message, Task } from '../schemas.js';
 
 /** A reply longer than this is attached as reply.md, its beginning kept as the summary. */
 const SUMMARY_CHARS = 16_000;
@@ -40,4 +40,30 @@ export async function replyResult(reply: string, ctx: Pick<ExecutorContext, 'art
   if (reply.length <= SUMMARY_CHARS) return { status: 'success', summary: reply || `done (${who} replied with no text)` };
   await ctx.artifact('reply.md', reply, { mediaType: 'text/markdown' });
   return { status: 'success', summary: `${reply.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` };
+}
+
+/** What tells an agent the news of the tasks it handed over (the daemon's `tell`). */
+export interface Teller {
+  onResult(task: Task): Promise<void>;
+  onQuestion(task: Task, message: Message): Promise<void>;
+}
+
+/** A task the agent handed over has ended: how, by whom, and its summary. */
+export function resultNews(task: Task): string {
+  const by = task.claimed_by ?? task.to_agent ?? 'nobody';
+  const lines = [`Baton task ${task.id} "${task.title}", which you handed over, is ${task.status} (by ${by}).`];
+  const summary = task.result?.summary ?? task.status_reason;
+  if (summary) lines.push('', summary);
+  lines.push('', `Details: baton show ${task.id}`);
+  return lines.join('\n');
+}
+
+/** The worker of a task the agent handed over asks it something, and how to answer. */
+export function questionNews(task: Task, asked: Message): string {
+  const body = asked.body as { text?: unknown };
+  const question = typeof body.text === 'string' ? body.text : JSON.stringify(asked.body);
+  return [
+    `${asked.from_agent} asks about Baton task ${task.id} "${task.title}", which you handed over:`, '', question, '',
+    `Answer with: baton answer ${task.id} "<your answer>"`,
+  ].join('\n');
 }

@@ -24,7 +24,7 @@ import { finalStates, message, textOf, textPart } from '../a2a/mapping.js';
 import { z } from 'zod';
 import { ConfigError, namedVariable } from '../config.js';
 import type { Logger } from '../logger.js';
-import { answerMessage, replyResult, workMessage } from './conversation.js';
+import { answerMessage, questionNews, replyResult, resultNews, workMessage, type Teller } from './conversation.js';
 import { skillsInHome } from './skills.js';
 import type { Message, Task } from '../schemas.js';
 
@@ -150,7 +150,7 @@ const TELL_ATTEMPTS = 3;
  * turn is then followed in the background, and one that the gateway failed (its model away, its state
  * busy) is told again, up to TELL_ATTEMPTS times in all, so that news is not lost to a hiccup.
  */
-export function openclawTeller(options: OpenClawGatewayOptions & { log?: Pick<Logger, 'warn'> }): { onResult: (task: Task) => Promise<void>; onQuestion: (task: Task, message: Message) => Promise<void> } {
+export function openclawTeller(options: OpenClawGatewayOptions & { log?: Pick<Logger, 'warn'> }): Teller {
   const gateway = gatewayClient(options, true);
   const follow = async (contextId: string, text: string, sent: A2ATask, attempt: number): Promise<void> => {
     let turn = sent;
@@ -169,22 +169,8 @@ export function openclawTeller(options: OpenClawGatewayOptions & { log?: Pick<Lo
   };
   const tell = (task: Task, text: string) => tellOnce(`baton-${task.id}`, text, 1);
   return {
-    onResult: (task) => {
-      const by = task.claimed_by ?? task.to_agent ?? 'nobody';
-      const lines = [`Baton task ${task.id} "${task.title}", which you handed over, is ${task.status} (by ${by}).`];
-      const summary = task.result?.summary ?? task.status_reason;
-      if (summary) lines.push('', summary);
-      lines.push('', `Details: baton show ${task.id}`);
-      return tell(task, lines.join('\n'));
-    },
-    onQuestion: (task, asked) => {
-      const body = asked.body as { text?: unknown };
-      const question = typeof body.text === 'string' ? body.text : JSON.stringify(asked.body);
-      return tell(task, [
-        `${asked.from_agent} asks about Baton task ${task.id} "${task.title}", which you handed over:`, '', question, '',
-        `Answer with: baton answer ${task.id} "<your answer>"`,
-      ].join('\n'));
-    },
+    onResult: (task) => tell(task, resultNews(task)),
+    onQuestion: (task, asked) => tell(task, questionNews(task, asked)),
   };
 }
 
