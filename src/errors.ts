@@ -54,12 +54,25 @@ export class AgentOfflineError extends BatonError {}
 export class MissingOutputsError extends BatonError {}
 /** An artifact's content does not match its recorded SHA-256. */
 export class IntegrityError extends BatonError {}
-/** A JSON artifact does not satisfy the json_schema its task expects; `problems` lists each. */
+/**
+ * An artifact does not satisfy the json_schema its task expects (BT019); `problems` lists each, with
+ * its JSON Pointer, as the database's detail says them.
+ */
 export class OutputSchemaError extends BatonError {
   readonly problems: Array<{ path: string; message: string }>;
-  constructor(context: ErrorContext & { problems: Array<{ path: string; message: string }> }) {
+  constructor(context: ErrorContext & { problems?: Array<{ path: string; message: string }> }) {
     super(context);
-    this.problems = context.problems;
+    this.problems = context.problems ?? problemsIn(context.details);
+  }
+}
+
+/** The problems a BT019's detail lists as JSON, or none where it holds something else. */
+function problemsIn(details: string | null | undefined): Array<{ path: string; message: string }> {
+  try {
+    const listed = JSON.parse(details ?? '[]') as unknown;
+    return Array.isArray(listed) ? listed.filter((p): p is { path: string; message: string } => typeof p?.path === 'string' && typeof p?.message === 'string') : [];
+  } catch {
+    return [];
   }
 }
 /** The agent reached one of its quotas (hand-offs, messages or artifacts per minute, open tasks); the hint says when to retry. */
@@ -140,6 +153,7 @@ export const batonCodes = {
   BT016: code(SupersededError, 409, 'a heartbeat or claim from a process that a later process of the same agent superseded (`begin_incarnation`)'),
   BT017: code(BudgetError, 409, 'the budget over the task\'s chain is spent: nothing under it is claimed or started (the hint names the task whose sender can raise it); or a budget asked for is more than is left above it ([budgets.md](budgets.md))'),
   BT018: code(SpendCapError, 409, 'the agent reached its daily cap of spend, its own runs and those of the tasks it handed on (`agents.daily_token_cap`, `daily_usd_cap`): it claims nothing and hands nothing on until the next UTC midnight ([budgets.md](budgets.md))'),
+  BT019: code(OutputSchemaError, 400, 'an artifact whose task expects a `json_schema` of it is not JSON, or does not match it (the detail lists each problem as JSON: `[{path, message}]`)'),
 } satisfies Record<string, BatonCode>;
 export type BatonCodeName = keyof typeof batonCodes;
 

@@ -821,6 +821,7 @@ declare
 begin
   -- Any process of the holding agent may attach; the claim token fences outcomes, not outputs.
   perform baton_private.check_holder(t, me, t.claim_token);
+  perform baton_private.check_artifact_schema(t, p_name, coalesce(p_media_type, 'application/octet-stream'), p_content);
   insert into public.task_artifacts (task_id, name, media_type, content, uri, sha256, size_bytes, producer)
   values (t.id, p_name, coalesce(p_media_type, 'application/octet-stream'), p_content, p_uri, p_sha256, p_size_bytes, me)
   on conflict (task_id, name) do update
@@ -1055,6 +1056,38 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.check_artifact_schema(t public.task_handoffs, p_name text, p_media_type text, p_content bytea)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+declare
+  expected jsonb := (select o -> 'json_schema' from jsonb_array_elements(t.expected_outputs) o where o ->> 'name' = p_name limit 1);
+  problems jsonb;
+  value jsonb;
+  mt text := lower(split_part(coalesce(p_media_type, ''), ';', 1));
+begin
+  -- A linked artifact's content is elsewhere: what it holds is not the database's to read.
+  if expected is null or p_content is null then return; end if;
+  begin
+    value := convert_from(p_content, 'UTF8')::jsonb;
+  exception when others then
+    problems := jsonb_build_array(jsonb_build_object('path', '', 'message', 'not valid JSON: ' || sqlerrm));
+  end;
+  if problems is null and not (mt = 'application/json' or mt like '%+json') then
+    problems := jsonb_build_array(jsonb_build_object('path', '', 'message', format('media type %s is not JSON', p_media_type)));
+  end if;
+  problems := coalesce(problems, baton_private.schema_problems(expected, value));
+  if problems <> '[]' then
+    raise exception 'artifact "%" does not match the schema task % expects: %', p_name, left(t.id::text, 8),
+      (select string_agg((p ->> 'path') || ' ' || (p ->> 'message'), '; ') from jsonb_array_elements(problems) p)
+      using errcode = 'BT019', detail = problems::text, hint = 'Fix the listed problems and attach it again.';
+  end if;
+end
+$function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean DEFAULT false)
  RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone)
  LANGUAGE plpgsql
@@ -1098,6 +1131,7 @@ CREATE OR REPLACE FUNCTION baton_private.check_expected_outputs(outputs jsonb)
 AS $function$
 declare
   output jsonb;
+  unknown text[];
   example constant text := 'Declare e.g. [{"name": "report.json", "media_type": "application/json", "required": true, "json_schema": {...}}].';
 begin
   if jsonb_typeof(outputs) <> 'array' or jsonb_array_length(outputs) > 32 then
@@ -1113,6 +1147,13 @@ begin
        or output ? 'json_schema' and jsonb_typeof(output -> 'json_schema') <> 'object' then
       raise exception 'expected output "%": required must be a boolean, media_type a string, json_schema an object', output ->> 'name'
         using errcode = 'BT005', hint = example;
+    end if;
+    unknown := baton_private.schema_unknown_keywords(output -> 'json_schema');
+    if cardinality(unknown) > 0 then
+      raise exception 'expected output "%": its json_schema uses % that the database does not check', output ->> 'name',
+        (select string_agg(distinct u, ', ') from unnest(unknown) u)
+        using errcode = 'BT005',
+              hint = 'Write the schema with ' || array_to_string(baton_private.schema_keywords(), ', ') || ' (docs/structured-handoffs.md).';
     end if;
   end loop;
 end
@@ -3342,6 +3383,18 @@ end
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION baton_private.schema_keywords()
+ RETURNS text[]
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$ select array[
+  'type', 'enum', 'const', 'required', 'properties', 'additionalProperties', 'items', 'minItems', 'maxItems',
+  'uniqueItems', 'minLength', 'maxLength', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum',
+  'exclusiveMaximum', 'multipleOf', 'allOf', 'anyOf', 'oneOf', 'not',
+  '$schema', '$id', '$comment', 'title', 'description', 'default', 'examples', 'format', 'deprecated', 'readOnly', 'writeOnly'] $function$
+;
+
 CREATE OR REPLACE FUNCTION baton_private.schema_level()
  RETURNS text
  LANGUAGE plpgsql
@@ -3359,6 +3412,176 @@ begin
   end if;
   execute 'select pg_catalog.max(version) from supabase_migrations.schema_migrations' into level;
   return level;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.schema_problems(s jsonb, v jsonb, at text DEFAULT ''::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+declare
+  problems jsonb := '[]';
+  here text := coalesce(nullif(at, ''), '/');
+  types text[];
+  n numeric;
+  k text;
+  sub jsonb;
+  i integer;
+  matched integer;
+begin
+  -- Nothing to check against (SQL evaluates both sides of an and: each recursion below is behind an if).
+  if s is null or v is null or jsonb_typeof(s) not in ('object', 'boolean') then return problems; end if;
+  if jsonb_typeof(s) = 'boolean' then
+    return case when s = 'false' then jsonb_build_array(jsonb_build_object('path', here, 'message', 'boolean schema is false')) else '[]' end;
+  end if;
+  if s ? 'type' then
+    types := case when jsonb_typeof(s -> 'type') = 'array' then array(select jsonb_array_elements_text(s -> 'type')) else array[s ->> 'type'] end;
+    if not exists (select from unnest(types) t where baton_private.schema_type_is(v, t)) then
+      -- A value of another type meets none of the keywords for its type: as Ajv, say the type alone.
+      return jsonb_build_array(jsonb_build_object('path', here, 'message', 'must be ' || array_to_string(types, ',')));
+    end if;
+  end if;
+  if jsonb_typeof(s -> 'enum') = 'array' and not exists (select from jsonb_array_elements(s -> 'enum') e where e = v) then
+    problems := problems || jsonb_build_object('path', here, 'message', 'must be equal to one of the allowed values');
+  end if;
+  if s ? 'const' and (s -> 'const') is distinct from v then
+    problems := problems || jsonb_build_object('path', here, 'message', 'must be equal to constant');
+  end if;
+  if jsonb_typeof(v) = 'number' then
+    n := (v #>> '{}')::numeric;
+    if jsonb_typeof(s -> 'minimum') = 'number' and n < (s ->> 'minimum')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must be >= ' || (s ->> 'minimum'));
+    end if;
+    if jsonb_typeof(s -> 'maximum') = 'number' and n > (s ->> 'maximum')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must be <= ' || (s ->> 'maximum'));
+    end if;
+    if jsonb_typeof(s -> 'exclusiveMinimum') = 'number' and n <= (s ->> 'exclusiveMinimum')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must be > ' || (s ->> 'exclusiveMinimum'));
+    end if;
+    if jsonb_typeof(s -> 'exclusiveMaximum') = 'number' and n >= (s ->> 'exclusiveMaximum')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must be < ' || (s ->> 'exclusiveMaximum'));
+    end if;
+    if jsonb_typeof(s -> 'multipleOf') = 'number' and (s ->> 'multipleOf')::numeric > 0 and mod(n, (s ->> 'multipleOf')::numeric) <> 0 then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must be multiple of ' || (s ->> 'multipleOf'));
+    end if;
+  elsif jsonb_typeof(v) = 'string' then
+    if jsonb_typeof(s -> 'minLength') = 'number' and length(v #>> '{}') < (s ->> 'minLength')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', format('must NOT have fewer than %s characters', s ->> 'minLength'));
+    end if;
+    if jsonb_typeof(s -> 'maxLength') = 'number' and length(v #>> '{}') > (s ->> 'maxLength')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', format('must NOT have more than %s characters', s ->> 'maxLength'));
+    end if;
+    if jsonb_typeof(s -> 'pattern') = 'string' and not (v #>> '{}') ~ (s ->> 'pattern') then
+      problems := problems || jsonb_build_object('path', here, 'message', format('must match pattern "%s"', s ->> 'pattern'));
+    end if;
+  elsif jsonb_typeof(v) = 'array' then
+    if jsonb_typeof(s -> 'minItems') = 'number' and jsonb_array_length(v) < (s ->> 'minItems')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', format('must NOT have fewer than %s items', s ->> 'minItems'));
+    end if;
+    if jsonb_typeof(s -> 'maxItems') = 'number' and jsonb_array_length(v) > (s ->> 'maxItems')::numeric then
+      problems := problems || jsonb_build_object('path', here, 'message', format('must NOT have more than %s items', s ->> 'maxItems'));
+    end if;
+    if s -> 'uniqueItems' = 'true' and (select count(distinct e) from jsonb_array_elements(v) e) < jsonb_array_length(v) then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must NOT have duplicate items');
+    end if;
+    if jsonb_typeof(s -> 'items') in ('object', 'boolean') then
+      for i in 0 .. jsonb_array_length(v) - 1 loop
+        problems := problems || baton_private.schema_problems(s -> 'items', v -> i, at || '/' || i);
+      end loop;
+    end if;
+  elsif jsonb_typeof(v) = 'object' then
+    if jsonb_typeof(s -> 'required') = 'array' then
+      for k in select jsonb_array_elements_text(s -> 'required') loop
+        if not v ? k then
+          problems := problems || jsonb_build_object('path', here, 'message', format('must have required property ''%s''', k));
+        end if;
+      end loop;
+    end if;
+    for k, sub in select key, value from jsonb_each(case when jsonb_typeof(s -> 'properties') = 'object' then s -> 'properties' else '{}' end) loop
+      if v ? k then
+        problems := problems || baton_private.schema_problems(sub, v -> k, at || '/' || replace(replace(k, '~', '~0'), '/', '~1'));
+      end if;
+    end loop;
+    if s ? 'additionalProperties' then
+      for k in select key from jsonb_each(v) where not coalesce(s -> 'properties', '{}') ? key loop
+        if s -> 'additionalProperties' = 'false' then
+          problems := problems || jsonb_build_object('path', here, 'message', 'must NOT have additional properties');
+        else
+          problems := problems || baton_private.schema_problems(s -> 'additionalProperties', v -> k, at || '/' || replace(replace(k, '~', '~0'), '/', '~1'));
+        end if;
+      end loop;
+    end if;
+  end if;
+  for sub in select value from jsonb_array_elements(case when jsonb_typeof(s -> 'allOf') = 'array' then s -> 'allOf' else '[]' end) loop
+    problems := problems || baton_private.schema_problems(sub, v, at);
+  end loop;
+  if jsonb_typeof(s -> 'anyOf') = 'array' then
+    if not exists (select from jsonb_array_elements(s -> 'anyOf') x where baton_private.schema_problems(x, v, at) = '[]') then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must match a schema in anyOf');
+    end if;
+  end if;
+  if jsonb_typeof(s -> 'oneOf') = 'array' then
+    select count(*) into matched from jsonb_array_elements(s -> 'oneOf') x where baton_private.schema_problems(x, v, at) = '[]';
+    if matched <> 1 then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must match exactly one schema in oneOf');
+    end if;
+  end if;
+  if jsonb_typeof(s -> 'not') in ('object', 'boolean') then
+    if baton_private.schema_problems(s -> 'not', v, at) = '[]' then
+      problems := problems || jsonb_build_object('path', here, 'message', 'must NOT be valid');
+    end if;
+  end if;
+  return problems;
+end
+$function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.schema_type_is(v jsonb, type text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$ select case type
+  when 'integer' then jsonb_typeof(v) = 'number' and (v #>> '{}')::numeric = trunc((v #>> '{}')::numeric)
+  when 'null' then jsonb_typeof(v) = 'null'
+  else jsonb_typeof(v) = type end $function$
+;
+
+CREATE OR REPLACE FUNCTION baton_private.schema_unknown_keywords(s jsonb, depth integer DEFAULT 0)
+ RETURNS text[]
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+declare
+  unknown text[] := '{}';
+  sub jsonb;
+begin
+  if jsonb_typeof(s) is distinct from 'object' then return unknown; end if;
+  if depth > 32 then return array['schemas nested deeper than 32']; end if;
+  select coalesce(array_agg(k), '{}') into unknown from jsonb_object_keys(s) k where k <> all (baton_private.schema_keywords());
+  if s ? 'pattern' then
+    begin
+      perform '' ~ (s ->> 'pattern');
+    exception when others then
+      unknown := unknown || format('pattern %s (not a regular expression Postgres reads: %s)', s -> 'pattern', sqlerrm);
+    end;
+  end if;
+  for sub in
+    select value from jsonb_each(case when jsonb_typeof(s -> 'properties') = 'object' then s -> 'properties' else '{}' end)
+    union all select s -> 'additionalProperties' where jsonb_typeof(s -> 'additionalProperties') = 'object'
+    union all select s -> 'items' where jsonb_typeof(s -> 'items') = 'object'
+    union all select s -> 'not' where jsonb_typeof(s -> 'not') = 'object'
+    union all select value from jsonb_array_elements(case when jsonb_typeof(s -> 'allOf') = 'array' then s -> 'allOf' else '[]' end)
+    union all select value from jsonb_array_elements(case when jsonb_typeof(s -> 'anyOf') = 'array' then s -> 'anyOf' else '[]' end)
+    union all select value from jsonb_array_elements(case when jsonb_typeof(s -> 'oneOf') = 'array' then s -> 'oneOf' else '[]' end)
+  loop
+    unknown := unknown || baton_private.schema_unknown_keywords(sub, depth + 1);
+  end loop;
+  return unknown;
 end
 $function$
 ;
@@ -5305,6 +5528,8 @@ function: baton_private.chain_usage(p_task_id uuid) EXECUTE to postgres
 
 function: baton_private.chain_usage(p_task_id uuid) EXECUTE to service_role
 
+function: baton_private.check_artifact_schema(t public.task_handoffs, p_name text, p_media_type text, p_content bytea) EXECUTE to postgres
+
 function: baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to authenticated
 
 function: baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) EXECUTE to postgres
@@ -5583,11 +5808,19 @@ function: baton_private.run_recurring() EXECUTE to postgres
 
 function: baton_private.schedule_sweep() EXECUTE to postgres
 
+function: baton_private.schema_keywords() EXECUTE to postgres
+
 function: baton_private.schema_level() EXECUTE to authenticated
 
 function: baton_private.schema_level() EXECUTE to postgres
 
 function: baton_private.schema_level() EXECUTE to service_role
+
+function: baton_private.schema_problems(s jsonb, v jsonb, at text) EXECUTE to postgres
+
+function: baton_private.schema_type_is(v jsonb, type text) EXECUTE to postgres
+
+function: baton_private.schema_unknown_keywords(s jsonb, depth integer) EXECUTE to postgres
 
 function: baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) EXECUTE to authenticated
 
@@ -6427,6 +6660,8 @@ comment on function baton_private.cancel_task(p_task_id uuid, p_reason text) is 
 
 comment on function baton_private.chain_usage(p_task_id uuid) is 'What a task and everything under it spent, by model, for a caller who may see the task, or the operator.';
 
+comment on function baton_private.check_artifact_schema(t public.task_handoffs, p_name text, p_media_type text, p_content bytea) is 'Refuses (BT019) an artifact whose task expects a json_schema of it and that is not JSON or does not match; the detail holds the problems as JSON.';
+
 comment on function baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, and until when does it hold (baton_private.claim_expires_at)? With p_renew, restarts the leases of those that are current.';
 
 comment on function baton_private.check_incarnation(agent text) is 'The incarnation the request names (null by hand), after checking that it is still the agent''s current one (else BT016: superseded); a request that names none is refused (BT016) while the agent is run by a process that names one (an incarnation, the agent online).';
@@ -6487,7 +6722,15 @@ comment on function baton_private.revoke_agent_tokens(p_agent_id text) is 'Opera
 
 comment on function baton_private.schedule_sweep() is 'Schedules sweep_tasks every minute with pg_cron where it exists (enabling it where it is preloaded), and says what it did. Run it again after enabling pg_cron on a project that did not have it.';
 
+comment on function baton_private.schema_keywords() is 'The JSON Schema keywords an expected output''s json_schema may use: those schema_problems checks, and annotations it lets pass.';
+
 comment on function baton_private.schema_level() is 'The newest migration applied to this database (its version, as the Supabase CLI recorded it); null when none was recorded. For an agent or the operator.';
+
+comment on function baton_private.schema_problems(s jsonb, v jsonb, at text) is 'What is wrong with the JSON value v against the JSON Schema s (the keywords of schema_keywords), as [{path, message}] with JSON Pointers and Ajv''s words; empty when it matches.';
+
+comment on function baton_private.schema_type_is(v jsonb, type text) is 'Whether the JSON value v is of the JSON Schema type named (integer: a number without a fraction).';
+
+comment on function baton_private.schema_unknown_keywords(s jsonb, depth integer) is 'The keywords of a JSON Schema, its sub-schemas'' included, that schema_problems does not check; an unreadable pattern and nesting deeper than 32 too.';
 
 comment on function baton_private.send_heartbeat(p_status_message text, p_active boolean, p_poll_interval interval, p_incarnation uuid) is 'The calling agent says it is alive (server time), optionally with a status line and how often it wakes (p_poll_interval); p_active = false marks a clean stop. With p_incarnation, refused (BT016) when a later process of the same agent began since: the caller was superseded.';
 

@@ -3,7 +3,8 @@ import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { IntegrityError, OutputSchemaError } from '../src/errors.js';
 import { daemon, eventually } from './daemon-helpers.js';
-import { database, newAgent, refusal, runningTask } from './helpers.js';
+import { database, newAgent, refusal, runningTask, stack } from './helpers.js';
+import { agentKeyEnv } from './keys-mode.js';
 
 const db = database();
 const schema = { type: 'object', required: ['items'], properties: { items: { type: 'array', minItems: 2, items: { type: 'string' } } } };
@@ -109,6 +110,59 @@ describe('artifacts', async () => {
     ]);
     expect(await bob.client.artifacts(task.id)).toEqual([]);
     expect((await bob.client.attachArtifact(task.id, 'list.json', { json: { items: ['a', 'b'] } })).name).toBe('list.json');
+  });
+
+  it('refuses over HTTP, as an agent\'s curl would, what the schema refuses: the database checks it, nothing is stored', async () => {
+    const task = await alice.client.handoff({ to: bob.id, title: 'list by curl', expectedOutputs: [{ name: 'list.json', json_schema: schema }] });
+    await bob.client.claim(task.id, { start: true });
+    // As docs/agents.md shows it: POST /rest/v1/rpc/attach_artifact with the content in hex.
+    const attach = (json: unknown, mediaType = 'application/json') => fetch(`${stack.SUPABASE_URL}/rest/v1/rpc/attach_artifact`, {
+      method: 'POST',
+      headers: { apikey: Object.values(agentKeyEnv(stack)).find(Boolean)!, Authorization: `Bearer ${bob.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ p_task_id: task.id, p_name: 'list.json', p_media_type: mediaType, p_content: `\\x${Buffer.from(JSON.stringify(json)).toString('hex')}` }),
+    });
+    const refused = await attach({ items: [1] });
+    expect(refused.status).toBe(400);
+    const body = await refused.json() as { code: string; message: string; details: string };
+    expect(body.code).toBe('BT019');
+    expect(JSON.parse(body.details)).toEqual([
+      { path: '/items', message: 'must NOT have fewer than 2 items' },
+      { path: '/items/0', message: 'must be string' },
+    ]);
+    expect((await attach({ items: ['a', 'b'] }, 'text/plain')).status).toBe(400);
+    expect(await bob.client.artifacts(task.id)).toEqual([]);
+    expect((await attach({ items: ['a', 'b'] })).status).toBe(200);
+    expect((await bob.client.artifacts(task.id)).map((a) => a.name)).toEqual(['list.json']);
+  });
+
+  it('takes only schemas the database can check, and checks each keyword it takes as Ajv words it', async () => {
+    const refused = await refusal(alice.client.handoff({ to: bob.id, title: 'refs', expectedOutputs: [{ name: 'a.json', json_schema: { $ref: '#/$defs/x', properties: { b: { patternProperties: {} } } } }] }), 'BT005');
+    expect(refused.message).toMatch(/json_schema uses \$ref, patternProperties that the database does not check/);
+    await refusal(alice.client.handoff({ to: bob.id, title: 'bad pattern', expectedOutputs: [{ name: 'a.json', json_schema: { properties: { b: { pattern: '((' } } } }] }), 'BT005');
+    let deep: object = { type: 'array' };
+    for (let i = 0; i < 40; i += 1) deep = { items: deep };
+    await refusal(alice.client.handoff({ to: bob.id, title: 'too deep', expectedOutputs: [{ name: 'a.json', json_schema: deep }] }), 'BT005');
+    const cases: Array<[object, unknown, Array<{ path: string; message: string }>]> = [
+      [{ type: ['string', 'null'] }, 3, [{ path: '/', message: 'must be string,null' }]],
+      [{ type: 'integer' }, 1.5, [{ path: '/', message: 'must be integer' }]],
+      [{ enum: ['a', { b: 1 }] }, { b: 1, c: 2 }, [{ path: '/', message: 'must be equal to one of the allowed values' }]],
+      [{ const: 'x' }, 'y', [{ path: '/', message: 'must be equal to constant' }]],
+      [{ minimum: 1, exclusiveMaximum: 5, multipleOf: 2 }, 5, [{ path: '/', message: 'must be < 5' }, { path: '/', message: 'must be multiple of 2' }]],
+      [{ minLength: 2, maxLength: 3, pattern: '^[a-z]+$' }, 'ABCD', [{ path: '/', message: 'must NOT have more than 3 characters' }, { path: '/', message: 'must match pattern "^[a-z]+$"' }]],
+      [{ uniqueItems: true, maxItems: 2 }, [1, 1, 2], [{ path: '/', message: 'must NOT have more than 2 items' }, { path: '/', message: 'must NOT have duplicate items' }]],
+      [{ required: ['a'], additionalProperties: { type: 'number' }, properties: { 'x/y': { type: 'string' } } }, { 'x/y': 1, z: 'no' },
+        [{ path: '/', message: 'must have required property \'a\'' }, { path: '/x~1y', message: 'must be string' }, { path: '/z', message: 'must be number' }]],
+      [{ anyOf: [{ type: 'string' }, { type: 'number' }], not: { const: 3 } }, 3, [{ path: '/', message: 'must NOT be valid' }]],
+      [{ oneOf: [{ minimum: 1 }, { maximum: 10 }] }, 5, [{ path: '/', message: 'must match exactly one schema in oneOf' }]],
+      [{ allOf: [{ type: 'object' }, { required: ['k'] }], title: 'annotations pass', description: 'unread' }, {}, [{ path: '/', message: 'must have required property \'k\'' }]],
+      [{ type: 'object', properties: { n: { type: 'number' } } }, { n: 2 }, []],
+    ];
+    for (const [jsonSchema, value, problems] of cases) {
+      const task = await alice.client.handoff({ to: bob.id, title: 'case', expectedOutputs: [{ name: 'v.json', json_schema: jsonSchema }] });
+      await bob.client.claim(task.id, { start: true });
+      const got = await bob.client.attachArtifact(task.id, 'v.json', { json: value }).then(() => [], (err: unknown) => (err as OutputSchemaError).problems);
+      expect({ jsonSchema, value, problems: got }).toEqual({ jsonSchema, value, problems });
+    }
   });
 
   it('refuses inputs the sender cannot see or that do not exist', async () => {

@@ -10,7 +10,7 @@ import {
 } from '../schemas.js';
 import { lazy } from '../on-demand.js';
 import {
-  checkAgainstExpected, guessMediaType, resolveArtifact, toBytes, toHex,
+  guessMediaType, resolveArtifact, toBytes, toHex,
   type ArtifactContent, type LinkedArtifact, type ResolvedArtifact,
 } from './artifacts.js';
 import { agentApiKey, asJson, connect, parseInput, unwrap, unwrapOne, type AgentKeyOptions } from './connection.js';
@@ -256,12 +256,13 @@ export class BatonClient {
 
   /**
    * Attaches (or replaces) an artifact of a task this agent holds: content inline (up to 1 MiB), or a
-   * link. JSON that fails the json_schema the task expects for this name is refused here, with each
-   * problem (OutputSchemaError). Pass `task` when you have it, to save a read.
+   * link. Content that fails the json_schema the task expects for this name is refused by the database
+   * (BT019), with each problem (OutputSchemaError). `task` is no longer needed (the database reads it);
+   * it is still taken from callers that pass it.
    */
   async attachArtifact(
     taskId: string, name: string, content: ArtifactContent | LinkedArtifact,
-    { mediaType, task }: { mediaType?: string; task?: Task } = {},
+    { mediaType }: { mediaType?: string; task?: Task } = {},
   ): Promise<Artifact> {
     const id = parseInput(TaskId, taskId);
     if (typeof content === 'object' && 'uri' in content && !(content instanceof Uint8Array)) {
@@ -272,7 +273,6 @@ export class BatonClient {
     }
     const bytes = toBytes(content);
     const type = mediaType ?? guessMediaType(name, content);
-    await checkAgainstExpected(task ?? await this.getTask(id), name, bytes, type);
     return unwrap(this.db.rpc('attach_artifact', {
       p_task_id: id, p_name: name, p_media_type: type, p_content: toHex(bytes),
     }).select(artifactColumns).single(), Artifact);

@@ -1,6 +1,6 @@
 /** Artifact content: bytes in, bytes out, hash-checked; JSON checked against the task's expected schema. */
 import crypto from 'node:crypto';
-import { IntegrityError, OutputSchemaError } from '../errors.js';
+import { IntegrityError } from '../errors.js';
 import type { Artifact, Task } from '../schemas.js';
 
 export type ArtifactContent = string | Uint8Array | { json: unknown };
@@ -60,32 +60,3 @@ export function resolveArtifact(row: Artifact & { content?: string | null }): Re
   return resolved;
 }
 
-/**
- * Refuses a JSON artifact that does not satisfy the json_schema the task declares for its name, with
- * each problem's path and message.
- */
-export async function checkAgainstExpected(task: Task, name: string, bytes: Buffer, mediaType: string): Promise<void> {
-  const expected = task.expected_outputs.find((o) => o.name === name);
-  if (!expected?.json_schema) return;
-  let value: unknown;
-  try {
-    value = JSON.parse(bytes.toString('utf8'));
-  } catch (err) {
-    throw schemaError(task, name, [{ path: '', message: `not valid JSON: ${(err as Error).message}` }]);
-  }
-  if (!isJson(mediaType)) throw schemaError(task, name, [{ path: '', message: `media type ${mediaType} is not JSON` }]);
-  // The schema checker is loaded with the first artifact that has a schema to meet (a CLI call seldom does).
-  const validate = (await import('./json-schema.js')).compileSchema(expected.json_schema);
-  if (!validate(value)) {
-    throw schemaError(task, name, (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'is invalid' })));
-  }
-}
-
-function schemaError(task: Task, name: string, problems: Array<{ path: string; message: string }>): OutputSchemaError {
-  return new OutputSchemaError({
-    code: 'SCHEMA',
-    message: `artifact "${name}" does not match the schema task ${task.id.slice(0, 8)} expects: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
-    hint: 'Fix the listed problems and attach it again.',
-    problems,
-  });
-}
