@@ -198,48 +198,62 @@ describe('docs/mcp.md: baton mcp in the coding agents', () => {
   }, 240_000);
 });
 
-describe('docs/mcp.md: baton mcp over HTTP in Claude Code', () => {
-  let mcpServer: ChildProcess | undefined;
+describe('docs/mcp.md: baton mcp over HTTP in Claude Code and Codex', () => {
+  const servers: ChildProcess[] = [];
   afterAll(async () => {
-    if (mcpServer && mcpServer.exitCode === null) {
-      const exited = new Promise((resolve) => mcpServer!.once('exit', resolve));
-      mcpServer.kill('SIGTERM');
-      await exited;
-    }
+    await Promise.all(servers.filter((s) => s.exitCode === null).map((s) => {
+      const exited = new Promise((resolve) => s.once('exit', resolve));
+      s.kill('SIGTERM');
+      return exited;
+    }));
   });
 
-  it('hands work on through baton mcp --http, its token read from the settings file by headersHelper', async () => {
-    expect(httpBlocks).toHaveLength(2);
-    expect(httpBlocks[0]!.trim()).toBe('baton mcp --http 8765');
-    const lead = uniqueId('lead');
-    const reviewer = await newAgent('reviewer');
-    await daemon(reviewer, { executors: { '*': () => 'hello.py prints hello, as it should' } });
-    const { home, operator, person } = machine('claude-http');
-    const ids = (block: string) => block.replace(/\blead\b/g, lead).replace(/\breviewer\b/g, reviewer.id);
-    const created = await runBlock(ids(blocks[0]!), operator, home);
-    expect(created.code, created.out).toBe(0);
-
-    // The server, as the page starts it, on a port of the test's own: the project's settings, no token.
+  /** The server, as the page starts it, on a port of the test's own: the project's settings, no token. What it says, as it goes. */
+  async function serve(): Promise<{ port: number; said: () => string }> {
     const port = await freePort();
     let said = '';
     const [command, ...args] = httpBlocks[0]!.trim().replace('8765', String(port)).split(' ');
     expect(command).toBe('baton');
-    mcpServer = spawn(process.execPath, [cliPath, ...args], { env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), LOG_LEVEL: 'info' } });
-    mcpServer.stdout!.on('data', (c: Buffer) => { said += c; });
-    mcpServer.stderr!.on('data', (c: Buffer) => { said += c; });
+    const server = spawn(process.execPath, [cliPath, ...args], { env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), LOG_LEVEL: 'info' } });
+    servers.push(server);
+    server.stdout!.on('data', (c: Buffer) => { said += c; });
+    server.stderr!.on('data', (c: Buffer) => { said += c; });
     const deadline = Date.now() + 30_000;
     while (!said.includes(`http://127.0.0.1:${port}/mcp`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(said).toContain(`http://127.0.0.1:${port}/mcp`);
+    return { port, said: () => said };
+  }
 
-    const ran = await runBlock(ids(httpBlocks[1]!).replace('8765', String(port)), person, home);
-    if (process.env.BATON_HOSTS_DEBUG) console.log(ran.out, said);
+  it('has the blocks the tests follow', () => {
+    expect(httpBlocks).toHaveLength(3);
+    expect(httpBlocks[0]!.trim()).toBe('baton mcp --http 8765');
+    expect(httpBlocks[1]).toMatch(/claude mcp add-json .*headersHelper/);
+    expect(httpBlocks[2]).toMatch(/^codex mcp add baton --url http:\/\/127\.0\.0\.1:8765\/mcp --bearer-token-env-var BATON_AGENT_TOKEN\n/);
+  });
+
+  it.each([['claude', 1], ['codex', 2]] as const)('%s hands work on through baton mcp --http, the token from the settings file', async (host, index) => {
+    const lead = uniqueId('lead');
+    const reviewer = await newAgent('reviewer');
+    await daemon(reviewer, { executors: { '*': () => 'hello.py prints hello, as it should' } });
+    const { home, operator, person } = machine(`${host}-http`);
+    const ids = (block: string) => block.replace(/\blead\b/g, lead).replace(/\breviewer\b/g, reviewer.id);
+    const created = await runBlock(ids(blocks[0]!), operator, home);
+    expect(created.code, created.out).toBe(0);
+    const { port, said } = await serve();
+
+    const ran = await runBlock(ids(httpBlocks[index]!).replaceAll('8765', String(port)), person, home);
+    if (process.env.BATON_HOSTS_DEBUG) console.log(ran.out, said());
     expect(ran.code, ran.out).toBe(0);
     expect(ran.stdout).toContain('The reviewer said: hello.py prints hello, as it should');
     const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
     expect(done.map((t) => t.from_agent)).toEqual([lead]);
-    // The session was the lead's, and Claude Code's configuration holds no token.
-    expect(said).toMatch(new RegExp(`"agent":"${lead}"[^\\n]*MCP session opened over HTTP`));
+    // The session was the lead's, and the host's configuration holds no token.
+    expect(said()).toMatch(new RegExp(`"agent":"${lead}"[^\\n]*MCP session opened over HTTP`));
     const token = /BATON_AGENT_TOKEN=(\S+)/.exec(fs.readFileSync(path.join(home, '.baton', `${lead}.env`), 'utf8'))?.[1];
-    expect(fs.readFileSync(path.join(home, '.claude.json'), 'utf8')).not.toContain(token!);
+    const configuration = host === 'claude' ? path.join(home, '.claude.json') : path.join(home, '.codex', 'config.toml');
+    expect(fs.readFileSync(configuration, 'utf8')).not.toContain(token!);
+    // What the host said of itself when it connected, for docs/mcp.md's paragraph.
+    const met = said().split('\n').filter((l) => l.includes('host connected')).map((l) => JSON.parse(l));
+    if (host === 'codex') expect(met.map((m) => m.protocol)).toContain('2025-06-18');
   }, 240_000);
 });
