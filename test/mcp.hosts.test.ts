@@ -225,13 +225,14 @@ describe('docs/mcp.md: baton mcp over HTTP in Claude Code and Codex', () => {
   }
 
   it('has the blocks the tests follow', () => {
-    expect(httpBlocks).toHaveLength(3);
+    expect(httpBlocks).toHaveLength(4);
     expect(httpBlocks[0]!.trim()).toBe('baton mcp --http 8765');
     expect(httpBlocks[1]).toMatch(/claude mcp add-json .*headersHelper/);
     expect(httpBlocks[2]).toMatch(/^codex mcp add baton --url http:\/\/127\.0\.0\.1:8765\/mcp --bearer-token-env-var BATON_AGENT_TOKEN\n/);
+    expect(httpBlocks[3]).toMatch(/^gemini mcp add .*--transport http -H 'Authorization: Bearer \$BATON_AGENT_TOKEN' baton http:\/\/127\.0\.0\.1:8765\/mcp\n/);
   });
 
-  it.each([['claude', 1], ['codex', 2]] as const)('%s hands work on through baton mcp --http, the token from the settings file', async (host, index) => {
+  it.each([['claude', 1], ['codex', 2], ['gemini', 3]] as const)('%s hands work on through baton mcp --http, the token from the settings file', async (host, index) => {
     const lead = uniqueId('lead');
     const reviewer = await newAgent('reviewer');
     await daemon(reviewer, { executors: { '*': () => 'hello.py prints hello, as it should' } });
@@ -250,10 +251,10 @@ describe('docs/mcp.md: baton mcp over HTTP in Claude Code and Codex', () => {
     // The session was the lead's, and the host's configuration holds no token.
     expect(said()).toMatch(new RegExp(`"agent":"${lead}"[^\\n]*MCP session opened over HTTP`));
     const token = /BATON_AGENT_TOKEN=(\S+)/.exec(fs.readFileSync(path.join(home, '.baton', `${lead}.env`), 'utf8'))?.[1];
-    const configuration = host === 'claude' ? path.join(home, '.claude.json') : path.join(home, '.codex', 'config.toml');
+    const configuration = { claude: path.join(home, '.claude.json'), codex: path.join(home, '.codex', 'config.toml'), gemini: path.join(home, '.gemini', 'settings.json') }[host];
     expect(fs.readFileSync(configuration, 'utf8')).not.toContain(token!);
     // What the host said of itself when it connected, for docs/mcp.md's paragraph.
     const met = said().split('\n').filter((l) => l.includes('host connected')).map((l) => JSON.parse(l));
-    if (host === 'codex') expect(met.map((m) => m.protocol)).toContain('2025-06-18');
+    if (host !== 'claude') expect(met.map((m) => m.protocol)).toContain('2025-06-18');
   }, 240_000);
 });
