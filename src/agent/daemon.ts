@@ -535,7 +535,7 @@ export class BatonAgent {
     const silentMs = Date.now() - this.client.heardAt;
     for (const run of this.running.values()) {
       if (run.reported || run.controller.signal.aborted) continue;
-      const holdMs = Math.max(intervalSeconds(run.task.claim_lease) ?? 300, 2 * this.profile.everySeconds) * 1000;
+      const holdMs = Math.max(leaseSeconds(run.task), 2 * this.profile.everySeconds) * 1000;
       if (silentMs < holdMs - Math.max(2000, holdMs * 0.25)) continue;
       this.log.warn({ taskId: run.task.id, silentMs, holdMs }, 'could not confirm the claim before it could lapse; stopping its executor');
       run.controller.abort(new ClaimUnconfirmedError(`the API was unreachable for ${Math.round(silentMs / 1000)} s, close to the claim's ${holdMs / 1000} s: another holder may take the task`));
@@ -545,6 +545,16 @@ export class BatonAgent {
   private slowPollMs(): number {
     return (this.options.slowPollSeconds ?? agentDefaults.slowPollSeconds) * 1000;
   }
+}
+
+/**
+ * The lease the database gave the claim: its claim_lease (set by every claim: the lease asked for,
+ * lease_seconds or the project's default_lease), else, for a claim made before claim_lease existed,
+ * what it granted between the claim and the lease's end.
+ */
+function leaseSeconds(task: Task): number {
+  const granted = task.claimed_at && task.lease_expires_at ? (Date.parse(task.lease_expires_at) - Date.parse(task.claimed_at)) / 1000 : undefined;
+  return intervalSeconds(task.claim_lease) ?? (granted !== undefined && granted > 0 ? granted : 0);
 }
 
 /** node-cron's logger, writing through the daemon's pino logger: its warnings are routine, at debug. */
