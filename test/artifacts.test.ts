@@ -139,10 +139,10 @@ describe('artifacts', async () => {
     const refused = await refusal(alice.client.handoff({ to: bob.id, title: 'refs', expectedOutputs: [{ name: 'a.json', json_schema: { $ref: '#/$defs/x', properties: { b: { patternProperties: {} } } } }] }), 'BT005');
     expect(refused.message).toMatch(/json_schema uses \$ref, patternProperties that the database does not check/);
     await refusal(alice.client.handoff({ to: bob.id, title: 'bad pattern', expectedOutputs: [{ name: 'a.json', json_schema: { properties: { b: { pattern: '((' } } } }] }), 'BT005');
-    let deep: object = { type: 'array' };
+    let deep: Record<string, unknown> = { type: 'array' };
     for (let i = 0; i < 40; i += 1) deep = { items: deep };
     await refusal(alice.client.handoff({ to: bob.id, title: 'too deep', expectedOutputs: [{ name: 'a.json', json_schema: deep }] }), 'BT005');
-    const cases: Array<[object, unknown, Array<{ path: string; message: string }>]> = [
+    const cases: Array<[Record<string, unknown>, unknown, Array<{ path: string; message: string }>]> = [
       [{ type: ['string', 'null'] }, 3, [{ path: '/', message: 'must be string,null' }]],
       [{ type: 'integer' }, 1.5, [{ path: '/', message: 'must be integer' }]],
       [{ enum: ['a', { b: 1 }] }, { b: 1, c: 2 }, [{ path: '/', message: 'must be equal to one of the allowed values' }]],
