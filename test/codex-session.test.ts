@@ -73,6 +73,7 @@ beforeAll(async () => {
   server = await startModelServer(async (turn) => {
     const marker = /\[hold:([a-z0-9]+)\]/.exec(turn.last.text)?.[1];
     if (marker) await hold(marker);
+    if (turn.last.text.includes('[fail:500]')) return { status: 500, error: 'the provider fell over' };
     const task = taskOf(turn);
     return { text: task ? `Done in the session: ${/: (.*)$/m.exec(turn.last.text)?.[1]}` : `Hello, person (${turn.last.text.slice(0, 40)})` };
   }, {
@@ -224,4 +225,20 @@ describe('codex-session: work into a person\'s running Codex session', () => {
     fs.writeFileSync(file, JSON.stringify({ executors: { '*': { 'codex-session': { url, tokenEnv: 'BATON_TEST_UNSET_CODEX_TOKEN' } } } }));
     await expect(loadAgentFile(file)).rejects.toThrow(/BATON_TEST_UNSET_CODEX_TOKEN is set neither/);
   });
+
+  it('fails the task with the turn\'s error when the model answers 500, and the session goes on', async () => {
+    const person = await personClient();
+    await person.say('Hello');
+    const { agent } = await worker(person.threadId);
+    const sender = await newAgent('codex-session-sender');
+    const task = await sender.client.handoff({ to: agent.id, title: 'Doomed [fail:500]', maxAttempts: 1 });
+    const done = await finished(sender, task.id);
+    expect(done.status).toBe('failed');
+    expect(done.status_reason).toMatch(/the Codex session's turn failed: /);
+    expect(person.turnsEnded().map((m) => m.params.turn.status)).toEqual(['completed', 'failed']);
+    // The next task goes into the same session as before.
+    const next = await sender.client.handoff({ to: agent.id, title: 'After the failure' });
+    expect((await finished(sender, next.id)).status).toBe('completed');
+    person.close();
+  }, 240_000);
 });

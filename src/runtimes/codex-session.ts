@@ -21,7 +21,7 @@ import WebSocket from 'ws';
 import { z } from 'zod';
 import { RetryableError, UnavailableError, type AgentRuntime, type ExecutorContext, type Handler } from '../contract.js';
 import { ConfigError, namedVariable } from '../config.js';
-import type { Logger } from '../logger.js';
+import { silentLogger, type Logger } from '../logger.js';
 import type { Task } from '../schemas.js';
 import { answerMessage, questionNews, replyResult, resultNews, workMessage, type Teller } from './conversation.js';
 
@@ -177,7 +177,7 @@ export function codexSessionExecutor(options: Options & { token?: string }, vers
  */
 export function codexSessionTeller(options: Options & { token?: string }, version: string, log?: Pick<Logger, 'warn'>): Teller {
   const session = new Session(options, version);
-  const quiet = { signal: new AbortController().signal, usage: async () => undefined, log: { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } } as unknown as TurnContext;
+  const quiet: TurnContext = { signal: new AbortController().signal, usage: async () => undefined, log: silentLogger };
   const tell = (text: string) => session.inTurn((server, threadId, model) => session.turn(server, threadId, text, model, quiet))
     .then(() => undefined, (err: unknown) => log?.warn({ err }, 'could not tell the Codex session the news'));
   return { onResult: (task) => tell(resultNews(task)), onQuestion: (task, asked) => tell(questionNews(task, asked)) };
