@@ -9,7 +9,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { PushListener } from '../src/agent/push.js';
 import { processChannels } from '../src/client/channels.js';
 import { cliPath } from './cli.js';
 import { daemon, eventually } from './daemon-helpers.js';
@@ -126,4 +129,27 @@ describe('agents of one process over shared Realtime connections', () => {
     expect(channels.counts).toEqual({ connections: 0, channels: 0 });
     await eventually(async () => (await metrics()).baton_realtime_connections === 0, 30_000, 'both connections closed');
   }, 180_000);
+
+  it('says once for all its listeners what became of a shared channel, not once per listener', async () => {
+    // Two agents of one process listen on a topic neither may read: the one channel is refused, and
+    // its refusals are said by its first listener, naming both, while the second says nothing of them.
+    const agents = await Promise.all(['said1', 'said2'].map((n) => own.newAgent(`shared-${n}`)));
+    const channels = processChannels({ url: own.env.SUPABASE_URL, ...agentKey(own.env) });
+    const lines = agents.map(() => [] as Array<Record<string, unknown>>);
+    const listeners = agents.map((agent, i) => {
+      const sink = new Writable({ write(chunk, _enc, done) { lines[i]!.push(JSON.parse(String(chunk)) as Record<string, unknown>); done(); } });
+      const listener = new PushListener({ channels, token: agent.token }, ['agent:shared-nobody'], { work() {}, news() {}, up() {} }, pino({ level: 'info' }, sink));
+      listener.start();
+      return listener;
+    });
+    try {
+      const couldNot = (i: number) => lines[i]!.filter((l) => l.msg === 'could not listen; polling instead');
+      await eventually(async () => couldNot(0).length >= 2, 60_000, 'the channel to be refused twice');
+      expect(couldNot(0)[0]).toMatchObject({ topic: 'agent:shared-nobody', status: 'CHANNEL_ERROR', listeners: 2 });
+      expect(channels.counts.channels).toBe(1);
+      expect(couldNot(1)).toEqual([]);
+    } finally {
+      await Promise.all(listeners.map((l) => l.stop()));
+    }
+  }, 120_000);
 });

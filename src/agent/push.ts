@@ -60,6 +60,9 @@ export function agentTopics(agent: { id: string; capabilities: readonly string[]
  */
 export type PushSource = BatonDb | { channels: Channels; token?: string };
 
+/** A shared channel's line names how many listeners of the process it speaks for. */
+const listeners = (n: number) => (n > 1 ? { listeners: n } : {});
+
 export class PushListener {
   private readonly channels: Channels;
   private readonly token: string | undefined;
@@ -137,11 +140,11 @@ export class PushListener {
     };
     this.leaves.push(this.channels.join(topic, {
       broadcast: (event, payload) => { if (round === this.round && !this.stopping) events[event]?.(payload ?? {}); },
-      status: (status, err, connection) => this.heard(topic, round, status, err, connection),
+      status: (status, err, connection, speaksFor) => this.heard(topic, round, status, err, connection, speaksFor),
     }, this.token));
   }
 
-  private heard(topic: string, round: number, status: string, err: Error | undefined, connection: string | undefined): void {
+  private heard(topic: string, round: number, status: string, err: Error | undefined, connection: string | undefined, speaksFor: number): void {
     // Leaving on purpose is no outage to report.
     if (this.stopping || round !== this.round) return;
     if (status === 'CHANNEL_ERROR') {
@@ -156,10 +159,12 @@ export class PushListener {
       else this.log.info({ topics: this.topics }, 'push is up: listening for work');
       this.refusals = 0;
       this.handlers.up();
+    } else if (speaksFor === 0) {
+      // What became of a shared channel is said once, by its first listener, for all of them.
     } else if (!this.up && this.wasUp) {
-      this.log.warn({ topic, status, err: err?.message }, 'push is down: polling at the fast rhythm until it is back');
+      this.log.warn({ topic, status, err: err?.message, ...listeners(speaksFor) }, 'push is down: polling at the fast rhythm until it is back');
     } else if (status !== 'SUBSCRIBED' && status !== 'CLOSED') {
-      this.log.warn({ topic, status, err: err?.message }, 'could not listen; polling instead');
+      this.log.warn({ topic, status, err: err?.message, ...listeners(speaksFor) }, 'could not listen; polling instead');
     }
     this.wasUp = this.up;
     if (this.up) this.downSince = undefined;

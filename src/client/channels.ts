@@ -18,8 +18,13 @@ export const HOSTED_CHANNELS_PER_CONNECTION = 100;
 /** What a listener hears of its channel: each broadcast, and each change of the channel's state. */
 export interface ChannelMember {
   broadcast(event: string, payload: unknown): void;
-  /** realtime-js's subscribe status; `connectionRefusal` is what Realtime said when it refused the connection, if it did. */
-  status(status: string, err: Error | undefined, connectionRefusal: string | undefined): void;
+  /**
+   * realtime-js's subscribe status; `connectionRefusal` is what Realtime said when it refused the
+   * connection, if it did. `speaksFor` is how many listeners of the channel this one speaks for when it
+   * says what became of the channel: all of them for the first, 0 for the others, so that a channel
+   * shared by a thousand agents is reported once, not a thousand times.
+   */
+  status(status: string, err: Error | undefined, connectionRefusal: string | undefined, speaksFor: number): void;
 }
 
 interface Shared {
@@ -87,12 +92,13 @@ export class Channels {
         if (this.topics.get(topic) !== joined) return;
         joined.last = { status, err };
         const refusal = status === 'CHANNEL_ERROR' ? takeConnectionRefusal(connection.db) : undefined;
-        for (const m of [...joined.members.keys()]) m.status(status, err, refusal);
+        const members = [...joined.members.keys()];
+        members.forEach((m, i) => m.status(status, err, refusal, i === 0 ? members.length : 0));
       });
     } else {
       entry.members.set(member, token);
       const { last } = entry;
-      if (last?.status === 'SUBSCRIBED') queueMicrotask(() => { if (entry!.members.has(member)) member.status('SUBSCRIBED', undefined, undefined); });
+      if (last?.status === 'SUBSCRIBED') queueMicrotask(() => { if (entry!.members.has(member)) member.status('SUBSCRIBED', undefined, undefined, 1); });
     }
     const joined = entry;
     return () => this.leave(topic, joined, member);
