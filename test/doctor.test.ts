@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { version } from '../src/cli/package.js';
+import { version } from '../src/package.js';
 import { packageRoot } from '../src/stack/paths.js';
 import { baton } from './cli.js';
 import { admin, newAgent, stack } from './helpers.js';

@@ -13,7 +13,7 @@ import type { Message, Task } from '../schemas.js';
 import type { Executor, Executors } from './executors.js';
 import type { AgentRuntime } from '../contract.js';
 import { packageRoot } from '../stack/paths.js';
-import { version } from '../cli/package.js';
+import { version } from '../package.js';
 
 /** This installation's `baton` command, as a program and its arguments. */
 export const batonCommand = (): string[] => [process.execPath, path.join(packageRoot, 'dist', 'cli', 'index.js')];

@@ -4,7 +4,7 @@
  * installed, answers from package.json before the command tree loads; every other call runs main.ts.
  */
 import module from 'node:module';
-import { versionLine } from './package.js';
+import { versionLine } from '../package.js';
 
 // Node keeps what it compiled of the command and the chunks it loads for the next call (a cron job or a
 // HEARTBEAT script calls the CLI again and again): its compile cache, in the system's temporary folder

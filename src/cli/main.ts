@@ -3,7 +3,7 @@
 import { CommanderError, type Command } from 'commander';
 import { exitCodes, toExitError } from './exit.js';
 import { buildProgram, errorLine } from './program.js';
-import { nodeTooOld } from './package.js';
+import { nodeTooOld } from '../package.js';
 import { processSettings, tracingWanted } from '../config.js';
 import { transport } from '../client/transport.js';
 import { serving } from './serving.js';

@@ -1,6 +1,6 @@
 /** The `baton` command tree: every command and option, as commander defines them (the reference is checked against it). */
 import { Command } from 'commander';
-import { version, versionLine } from './package.js';
+import { version, versionLine } from '../package.js';
 import { paint, safeText } from '../text/format.js';
 
 /** With --json, errors are one JSON document on stderr, usage errors included. */

@@ -10,7 +10,7 @@ import { paint } from '../../text/format.js';
 import { checkApi, configOf } from '../context.js';
 import { exitCodes } from '../exit.js';
 import { emit } from '../output.js';
-import { nodeTooOld, packageSchemaLevel, version } from '../package.js';
+import { nodeTooOld, packageSchemaLevel, version } from '../../package.js';
 
 type Verdict = 'ok' | 'warn' | 'fail';
 

@@ -1,6 +1,6 @@
-/** What the CLI reads of its own package: its version, the Node it needs, and the migrations it brings. */
+/** What Baton reads of its own package: its version, the Node it needs, and the migrations it brings. */
 import { readdirSync, readFileSync } from 'node:fs';
-import { packageRoot } from '../stack/paths.js';
+import { packageRoot } from './stack/paths.js';
 
 export const { version, engines } = JSON.parse(readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string; engines: { node: string } };
 
