@@ -106,9 +106,14 @@ beforeAll(async () => {
 afterAll(async () => {
   try { tmux('kill-server'); } catch { /* never started, or already gone */ }
   for (const release of held.values()) release();
-  if (app?.pid) process.kill(app.pid);
+  if (app?.pid && app.exitCode === null && app.signalCode === null) {
+    // Gone before its folder is removed: a dying app server still writes its session files there.
+    const gone = new Promise((resolve) => app.once('exit', resolve));
+    process.kill(app.pid);
+    await gone;
+  }
   await server?.close();
-  fs.rmSync(scratch, { recursive: true, force: true });
+  fs.rmSync(scratch, { recursive: true, force: true, maxRetries: 5 });
 });
 
 async function worker(thread?: string): Promise<{ agent: TestAgent; lines: Array<Record<string, unknown>> }> {

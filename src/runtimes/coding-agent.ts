@@ -20,6 +20,7 @@ import { RetryableError, UnavailableError, type AgentRuntime, type BudgetLeft, t
 import { guessMediaType } from '../client/artifacts.js';
 import { ConfigError, passedEnvironment } from '../config.js';
 import type { RunUsage, Task } from '../schemas.js';
+import { replyResult } from './conversation.js';
 import { LOOK_EVERY_MS, SpendRecorder, type Meter } from './spend.js';
 import { endTree, runMark } from '../reaper.js';
 import { skillsInHome } from './skills.js';
@@ -118,8 +119,6 @@ export interface CodingCli {
   read(output: CliOutput, session: Session, run: RunSetup): RunReport;
 }
 
-/** A reply longer than this is attached as reply.md, its beginning kept as the summary. */
-const SUMMARY_CHARS = 16_000;
 /** An output file larger than this is not attached (an artifact holds at most 1 MiB inline). */
 const MAX_OUTPUT_BYTES = 1024 * 1024;
 const OUTPUTS = 'outputs';
@@ -291,8 +290,8 @@ export function taskPrompt(task: Task, ctx: Pick<ExecutorContext, 'attempt' | 'i
 
 /** The agent's last reply as the result, and the files it delivered as artifacts. */
 async function finish(reply: string, run: RunSetup, ctx: ExecutorContext, cli: CodingCli): Promise<unknown> {
-  const failed = /^\s*FAILED:\s*/i.exec(reply);
-  if (failed) throw new Error(`${cli.name} could not do it: ${reply.slice(failed[0].length).trim() || 'it gave no reason'}`);
+  // The reply is the result, as for every runtime (a FAILED: reply fails before any output is attached).
+  const { summary } = await replyResult(reply, ctx, cli.name);
   const attached: string[] = [];
   const skipped: string[] = [];
   const candidates = new Map<string, string>();
@@ -312,9 +311,6 @@ async function finish(reply: string, run: RunSetup, ctx: ExecutorContext, cli: C
     attached.push(name);
   }
   if (skipped.length) ctx.log.warn({ skipped }, 'output files too large to attach were left out');
-  const text = reply.trim() || `done (${cli.name} replied with no text)`;
-  if (text.length > SUMMARY_CHARS) await ctx.artifact('reply.md', text, { mediaType: 'text/markdown' });
-  const summary = text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` : text;
   return {
     status: 'success', summary,
     ...(skipped.length ? { metrics: { outputs_left_out: skipped } } : {}),

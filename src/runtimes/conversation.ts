@@ -32,14 +32,16 @@ export function answerMessage(task: Task, answer: string): string {
 /**
  * The agent's last reply as the task's result; a long one attached whole as reply.md. A reply that
  * starts with FAILED: (the skill's word for "I cannot do this") fails the attempt: the agent's
- * decision, which no retry changes.
+ * decision, which no retry changes. Every runtime that ends in a reply (OpenClaw, a Codex session, the
+ * coding CLIs) reads it here.
  */
 export async function replyResult(reply: string, ctx: Pick<ExecutorContext, 'artifact'>, who: string): Promise<{ status: 'success'; summary: string }> {
-  const failed = /^FAILED:\s*/i.exec(reply);
-  if (failed) throw new Error(`${who} could not do it: ${reply.slice(failed[0].length) || 'it gave no reason'}`);
-  if (reply.length <= SUMMARY_CHARS) return { status: 'success', summary: reply || `done (${who} replied with no text)` };
-  await ctx.artifact('reply.md', reply, { mediaType: 'text/markdown' });
-  return { status: 'success', summary: `${reply.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` };
+  const text = reply.trim();
+  const failed = /^FAILED:\s*/i.exec(text);
+  if (failed) throw new Error(`${who} could not do it: ${text.slice(failed[0].length) || 'it gave no reason'}`);
+  if (text.length <= SUMMARY_CHARS) return { status: 'success', summary: text || `done (${who} replied with no text)` };
+  await ctx.artifact('reply.md', text, { mediaType: 'text/markdown' });
+  return { status: 'success', summary: `${text.slice(0, SUMMARY_CHARS)}\n… (the whole reply is the artifact reply.md)` };
 }
 
 /** What tells an agent the news of the tasks it handed over (the daemon's `tell`). */
