@@ -246,4 +246,26 @@ describe('codex-session: work into a person\'s running Codex session', () => {
     expect((await finished(sender, next.id)).status).toBe('completed');
     person.close();
   }, 240_000);
+
+  // Last in the file: it ends the app server the other tests share.
+  it('hands the task back, neither failed nor counted, when the app server dies mid-turn', async () => {
+    const person = await personClient();
+    await person.say('Hello once more');
+    const { agent } = await worker(person.threadId);
+    const sender = await newAgent('codex-session-sender');
+    const task = await sender.client.handoff({ to: agent.id, title: 'Cut short [hold:crash]', maxAttempts: 1 });
+    await eventually(async () => held.get('crash'), 60_000, 'the task\'s turn to reach the model');
+    const gone = new Promise((resolve) => app.once('exit', resolve));
+    app.kill('SIGKILL');
+    await gone;
+    const handedBack = async () => (await sender.client.events(task.id)).filter((e) => e.from_status === 'in_progress' && e.to_status === 'pending');
+    const [first] = await eventually(async () => { const e = await handedBack(); return e.length > 0 && e; }, 60_000, 'the task to be handed back');
+    expect(first!.note).toMatch(new RegExp(`^handed back: the Codex app server at unix://${socket.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (closed the connection|failed)`));
+    // One attempt allowed, and none spent: a run cut short by the session's going away is no failure of the task.
+    const now = await sender.client.getTask(task.id);
+    expect(now.status).not.toBe('failed');
+    expect(person.turnsEnded()).toHaveLength(1);
+    person.close();
+  }, 240_000);
 });
+

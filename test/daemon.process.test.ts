@@ -44,13 +44,19 @@ describe('daemons as processes', () => {
     const capability = `shared-${Date.now()}`;
     const boss = await newAgent('boss');
     const log = path.join(work, 'ran.log');
+    // Each run waits for the go the test gives once both daemons hold work: a daemon at its four runs
+    // claims no more, so the other takes some whichever started first (no race with its start).
+    const go = path.join(work, 'go');
     const config = configFile('shared', {
       capabilities: [capability], maxConcurrent: 4, ...fastSchedules,
-      executors: { '*': { command: `cat > /dev/null; echo "$BATON_TASK_ID $BATON_AGENT_ID" >> ${log}; echo '{"status": "success"}'` } },
+      executors: { '*': { command: `cat > /dev/null; echo "$BATON_TASK_ID $BATON_AGENT_ID" >> ${log}; while [ ! -e ${go} ]; do sleep 0.1; done; echo '{"status": "success"}'` } },
     });
     const workers = await Promise.all([newAgent('w1'), newAgent('w2')]);
     const daemons = workers.map((w) => runAgent(w, 'run', config));
     const tasks = await Promise.all(Array.from({ length: 24 }, (_, i) => boss.client.broadcast({ title: `job ${i}`, requiredCapabilities: [capability] })));
+    const runners = () => new Set((fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []).map((line) => line.split(' ')[1]).filter(Boolean));
+    await eventually(async () => runners().size === 2, 60_000, 'both daemons to hold work');
+    fs.writeFileSync(go, '');
     await eventually(async () => {
       const states = await Promise.all(tasks.map((t) => boss.client.getTask(t.id)));
       return states.every((t) => t.status === 'completed');
@@ -59,8 +65,7 @@ describe('daemons as processes', () => {
     expect(await Promise.all(daemons.map((d) => d.exited))).toEqual([0, 0]);
     const ran = fs.readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split(' ')[0]);
     expect(ran.sort()).toEqual(tasks.map((t) => t.id).sort());
-    const byAgent = fs.readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split(' ')[1]);
-    expect(new Set(byAgent).size).toBe(2);
+    expect(runners().size).toBe(2);
   });
 
   it('re-queues the task of a daemon killed with SIGKILL mid-task, and another completes it', async () => {
