@@ -1147,7 +1147,7 @@ isOneToOne: false
                            },
 "check_claims":
 { Args: { "p_claim_tokens": (string)[],"p_renew"?: boolean,"p_task_ids": (string)[] }; Returns: {
-              "current": boolean,"lease_expires_at": string,"status": Database["public"]['Enums']["task_status"],"task_id": string
+              "current": boolean,"hold_seconds": number,"lease_expires_at": string,"status": Database["public"]['Enums']["task_status"],"task_id": string
             }[]
                            },
 "claim_next_tasks":

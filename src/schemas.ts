@@ -184,7 +184,7 @@ export type Message = z.infer<typeof Message>;
 const taskId = z.uuid({ error: 'a task id must be a UUID' });
 const agentId = z.string().min(1, 'an agent id cannot be empty');
 
-export const HandoffInput = lazy(() => z.object({
+export const HandoffInput = lazy(() => z.strictObject({
   to: agentId.nullable().optional(),
   title: z.string(),
   description: z.string().optional(),
@@ -221,7 +221,7 @@ export type HandoffInput = z.input<typeof HandoffInput>;
  * both; and what the work left does once it is spent: `ask` (held, and the sender asked to raise it) or
  * `fail` (failed, BT017).
  */
-export const BudgetInput = lazy(() => z.object({
+export const BudgetInput = lazy(() => z.strictObject({
   tokens: z.number().int().positive().optional(),
   usd: z.number().positive().optional(),
   onSpent: z.enum(['ask', 'fail']).optional(),
@@ -229,7 +229,7 @@ export const BudgetInput = lazy(() => z.object({
 export type BudgetInput = z.input<typeof BudgetInput>;
 
 /** The join of a fan-out: how the sub-tasks' results come together. */
-export const FanOutJoin = lazy(() => z.object({
+export const FanOutJoin = lazy(() => z.strictObject({
   /** first: the first success wins and the others are cancelled; all: every result; judge: an agent with `capability` picks. */
   mode: z.enum(['first', 'all', 'judge']),
   title: z.string().optional(),
@@ -244,7 +244,7 @@ export const FanOutJoin = lazy(() => z.object({
 }));
 export type FanOutJoin = z.input<typeof FanOutJoin>;
 
-export const ClaimOptions = lazy(() => z.object({
+export const ClaimOptions = lazy(() => z.strictObject({
   leaseSeconds: z.number().int().optional(),
   start: z.boolean().optional(),
 }));
@@ -305,6 +305,8 @@ export const ClaimCheck = lazy(() => z.object({
   status: TaskStatus.nullable(),
   current: z.boolean(),
   lease_expires_at: timestamp.nullable(),
+  /** How long from the check the claim holds, as the database reckons it; null where it does not lapse (a question waiting) or is not current. */
+  hold_seconds: z.number().nullable(),
 }));
 export type ClaimCheck = z.infer<typeof ClaimCheck>;
 
@@ -397,7 +399,7 @@ export const DeadLetter = lazy(() => z.object({
 }));
 export type DeadLetter = z.infer<typeof DeadLetter>;
 
-export const MessageInput = lazy(() => z.object({
+export const MessageInput = lazy(() => z.strictObject({
   to: agentId.nullable().optional(),
   body: Json,
   kind: MessageKind.optional(),
@@ -406,7 +408,7 @@ export const MessageInput = lazy(() => z.object({
 }));
 export type MessageInput = z.input<typeof MessageInput>;
 
-export const AgentProfile = lazy(() => z.object({
+export const AgentProfile = lazy(() => z.strictObject({
   displayName: z.string().nullable().optional(),
   capabilities: z.array(z.string()).optional(),
   skillsOffered: Json.optional(),

@@ -1089,7 +1089,7 @@ $function$
 ;
 
 CREATE OR REPLACE FUNCTION baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean DEFAULT false)
- RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone)
+ RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone, hold_seconds double precision)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
@@ -1112,13 +1112,17 @@ begin
       and t.status::text in ('claimed', 'in_progress');  -- as text, so that the plan reads the primary key
   end if;
   return query
-    select c.id, t.status,
-           coalesce(t.claimed_by = me and t.claim_token = c.token and t.status in ('claimed', 'in_progress', 'input_required')
-                    and (process is null or t.claim_incarnation is not distinct from process), false),
-           case when t.status in ('claimed', 'in_progress') then baton_private.claim_expires_at(t, a) else t.lease_expires_at end
+    select c.id, t.status, k.current, k.until,
+           case when k.current and t.status in ('claimed', 'in_progress')
+                then greatest(extract(epoch from k.until - now()), 0)::double precision end
     from unnest(p_task_ids, p_claim_tokens) as c(id, token)
     left join public.task_handoffs t on t.id = c.id and baton_private.can_see_task(t, me)
-    left join public.agents a on a.id = t.claimed_by;
+    left join public.agents a on a.id = t.claimed_by
+    cross join lateral (
+      select coalesce(t.claimed_by = me and t.claim_token = c.token and t.status in ('claimed', 'in_progress', 'input_required')
+                      and (process is null or t.claim_incarnation is not distinct from process), false) as current,
+             case when t.status in ('claimed', 'in_progress') then baton_private.claim_expires_at(t, a) else t.lease_expires_at end as until
+    ) k;
 end
 $function$
 ;
@@ -5036,7 +5040,7 @@ AS $function$begin return query select * from baton_private.chain_usage($1); end
 ;
 
 CREATE OR REPLACE FUNCTION public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean DEFAULT false)
- RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone)
+ RETURNS TABLE(task_id uuid, status public.task_status, current boolean, lease_expires_at timestamp with time zone, hold_seconds double precision)
  LANGUAGE plpgsql
  SET search_path TO ''
 AS $function$begin return query select * from baton_private.check_claims($1, $2, $3); end$function$
@@ -6662,7 +6666,7 @@ comment on function baton_private.chain_usage(p_task_id uuid) is 'What a task an
 
 comment on function baton_private.check_artifact_schema(t public.task_handoffs, p_name text, p_media_type text, p_content bytea) is 'Refuses (BT019) an artifact whose task expects a json_schema of it and that is not JSON or does not match; the detail holds the problems as JSON.';
 
-comment on function baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, and until when does it hold (baton_private.claim_expires_at)? With p_renew, restarts the leases of those that are current.';
+comment on function baton_private.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, until when does it hold (baton_private.claim_expires_at), and for how many seconds from now (hold_seconds; null for a task waiting for an answer, which does not lapse)? With p_renew, restarts the leases of those that are current.';
 
 comment on function baton_private.check_incarnation(agent text) is 'The incarnation the request names (null by hand), after checking that it is still the agent''s current one (else BT016: superseded); a request that names none is refused (BT016) while the agent is run by a process that names one (an incarnation, the agent online).';
 
@@ -6766,7 +6770,7 @@ comment on function public.cancel_task(p_task_id uuid, p_reason text) is 'The se
 
 comment on function public.chain_usage(p_task_id uuid) is 'What a task and everything under it spent, by model, for a caller who may see the task, or the operator.';
 
-comment on function public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, and until when does it hold (baton_private.claim_expires_at)? With p_renew, restarts the leases of those that are current.';
+comment on function public.check_claims(p_task_ids uuid[], p_claim_tokens uuid[], p_renew boolean) is 'For each of the caller''s claims: is it still current, until when does it hold (baton_private.claim_expires_at), and for how many seconds from now (hold_seconds; null for a task waiting for an answer, which does not lapse)? With p_renew, restarts the leases of those that are current.';
 
 comment on function public.claim_next_tasks(p_limit integer, p_capabilities text[], p_lease_seconds integer, p_start boolean) is 'Claims up to p_limit tasks (never beyond the agent''s free capacity): addressed ones first, then broadcasts it can do, highest priority then oldest. Concurrent callers never get the same task.';
 

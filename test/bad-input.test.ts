@@ -69,6 +69,19 @@ describe('bad input', async () => {
     await expect(alice.client.handoff({ to: bob.id, title: '' })).rejects.toBeInstanceOf(ValidationError);
   });
 
+  it('refuses an option a call does not know, naming it, where dropping it would change the call', async () => {
+    // `capabilities` for `requiredCapabilities`: dropped, the hand-off would go to every agent.
+    const err = await alice.client.handoff({ title: 'for painters only', capabilities: ['paint'] } as never).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as ValidationError).message).toBe('invalid input: no such field "capabilities"');
+    // Nested too, and in the other calls' options; and nothing was handed off.
+    await expect(alice.client.handoff({ to: bob.id, title: 'capped', budget: { token: 5 } } as never)).rejects.toThrow('budget: no such field "token"');
+    await expect(alice.client.claimNext({ limt: 1 } as never)).rejects.toThrow('no such field "limt"');
+    await expect(alice.client.send({ to: bob.id, body: 'hi', kindd: 'note' } as never)).rejects.toThrow('no such field "kindd"');
+    const { rows } = await db.query('select id from public.task_handoffs where from_agent = $1 and title = any ($2)', [alice.id, ['for painters only', 'capped']]);
+    expect(rows).toEqual([]);
+  });
+
   it('stores injection-looking and unicode text verbatim', async () => {
     const title = `Robert'); drop table task_handoffs; -- 🦜 ünïcödé 漢字 \u202e`;
     const payload = { sql: "' or 1=1 --", html: '<script>alert(1)</script>', emoji: '🚀', nested: { quote: '"\\' } };

@@ -59,6 +59,26 @@ describe('a claim belongs to the process that made it', () => {
     expect(done.status).toBe('completed');
   });
 
+  it('says how long each claim holds, on the database\'s clock: two wake-ups where longer than the lease, none while a question waits', async () => {
+    const boss = await newAgent('boss');
+    const bot = await newAgent('holds');
+    await bot.client.updateProfile({ pollIntervalSeconds: 30 });
+    await bot.client.heartbeat();
+    const task = await boss.client.handoff({ to: bot.id, title: 'held for two wake-ups', leaseSeconds: 5 });
+    const claimed = await bot.client.claim(task.id, { start: true });
+    const claim = [{ taskId: task.id, claimToken: claimed.claim_token! }];
+    const [running] = await bot.client.checkClaims(claim, { renew: true });
+    // greatest(the 5 s lease, two 30 s wake-ups) from the beat the renewal recorded.
+    expect(running).toMatchObject({ current: true, status: 'in_progress' });
+    expect(running!.hold_seconds).toBeGreaterThan(50);
+    expect(running!.hold_seconds).toBeLessThanOrEqual(60);
+    await bot.client.ask(task.id, 'which one?');
+    const [asking] = await bot.client.checkClaims(claim);
+    expect(asking).toMatchObject({ current: true, status: 'input_required', hold_seconds: null });
+    const [stranger] = await boss.client.checkClaims(claim);
+    expect(stranger).toMatchObject({ current: false, hold_seconds: null });
+  });
+
   it('lets a superseded process\'s claim lapse at its lease while another process of the agent is heard', async () => {
     const boss = await newAgent('boss');
     const bot = await newAgent('orphan');

@@ -98,17 +98,22 @@ describe('a daemon whose connections die without a word (half-open)', () => {
 });
 
 describe('a question asked before the API goes away', () => {
-  it('is answered into the same run once the API is back: one attempt, one question', async () => {
+  // The outage lasts as a stack restart does (longer than a request may wait): the daemon's polls for
+  // the answer fail. On a 5 s lease it also outlasts the claim's lease: the database holds a running
+  // task's claim that long unheard, but a task waiting for its answer does not lapse.
+  it.each<[string, number | undefined]>([
+    ['is answered into the same run once the API is back: one attempt, one question', undefined],
+    ['keeps its run through an outage longer than the claim\'s lease: a question waiting does not lapse', 5],
+  ])('%s', async (_, leaseSeconds) => {
     const boss = await own.newAgent('q-boss');
     const bot = await own.newAgent('q-bot');
     const module = path.join(work, `asker-${bot.id}.mjs`);
     fs.writeFileSync(module, 'export default async (task, ctx) => ({ status: "success", summary: `answered: ${await ctx.ask("tabs or spaces?")}` });\n');
     const daemon = await daemonBehindProxy(bot.token, { executors: { '*': { module } } });
     try {
-      const task = await boss.client.handoff({ to: bot.id, title: 'asks, then the API goes away' });
+      const task = await boss.client.handoff({ to: bot.id, title: 'asks, then the API goes away', leaseSeconds });
       await eventually(async () => (await boss.client.getTask(task.id)).status === 'input_required', 30_000, 'the question');
       // The API away for the daemon (a stack restarted, an upgrade), while the sender answers.
-      // The outage lasts as a stack restart does (longer than a request may wait): its polls for the answer fail.
       daemon.proxy.set('reset');
       await new Promise((r) => setTimeout(r, 15_000));
       await boss.client.answer(task.id, 'spaces');
@@ -118,6 +123,7 @@ describe('a question asked before the API goes away', () => {
       expect(done.result?.summary).toBe('answered: spaces');
       expect(done.attempts).toBe(1);
       expect(await boss.client.messages({ taskId: task.id, kind: 'question' })).toHaveLength(1);
+      expect(daemon.output).not.toContain('could not confirm the claim');
     } finally {
       await daemon.stop();
       if (process.env.BATON_FAULT_DEBUG) console.log(daemon.output);

@@ -73,7 +73,7 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
     const slowDone = new Promise<void>((resolve) => { releaseSlow = resolve; });
     const worker = release.createAgent({
       // Its default schedules, as users run it: woken by push, its poll a slow safety net.
-      url: env.SUPABASE_URL, ...key, token: agents.worker, log: silentLogger,
+      url: env.SUPABASE_URL, ...key, token: agents.worker, log: silentLogger, capabilities: ['upgrade-paint'],
       executors: {
         '*': async (task: { id: string; title: string }, ctx: { ask(q: string): Promise<string>; attempt: number }) => {
           runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
@@ -145,6 +145,9 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
     expect((await finished(made.waiting.id)).result?.summary).toBe('did waiting after the upgrade');
     const afterwards = await senderNow.handoff({ to: 'upgrade-worker', title: 'after', budget: { tokens: 1000 } });
     expect((await finished(afterwards.id)).result?.summary).toBe('did after');
+    // A broadcast only the old daemon's agent can take (issue 74 saw none taken by it).
+    const broadcast = await senderNow.handoff({ requiredCapabilities: ['upgrade-paint'], title: 'broadcast after' });
+    expect(await finished(broadcast.id)).toMatchObject({ claimed_by: 'upgrade-worker', result: { summary: 'did broadcast after' } });
 
     // A daemon of the previous release started only now, the only process of its agent, on its
     // default schedules (woken by push, not by a fast poll): it claims, runs and reports its work.
@@ -167,7 +170,7 @@ describe(`an upgrade from ${previousRelease} to the working tree`, () => {
     expect((await finished(overlapped.id)).result?.summary).toBe('did overlapped on today\'s daemon');
 
     // Nothing ran twice; the cancelled and the failed stayed so.
-    for (const t of [made.done, made.fails, made.asks, made.slow, made.waiting, afterwards, forLater, overlapped]) expect([t.id, runs.get(t.id)]).toEqual([t.id, 1]);
+    for (const t of [made.done, made.fails, made.asks, made.slow, made.waiting, afterwards, broadcast, forLater, overlapped]) expect([t.id, runs.get(t.id)]).toEqual([t.id, 1]);
     expect(runs.has(made.withdrawn.id)).toBe(false);
     expect((await senderNow.getTask(made.withdrawn.id)).status).toBe('cancelled');
     expect((await senderNow.getTask(made.fails.id)).status).toBe('failed');

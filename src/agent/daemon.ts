@@ -23,7 +23,7 @@ import { agentTopics, listenForWork, pushRetryMs, type PushListener } from './pu
 import { ClaimUnconfirmedError, executorEnv, TaskRunner } from './runner.js';
 import { intervalSeconds } from '../durations.js';
 import { deliverResults } from './results.js';
-import { checkClaims, Upkeep } from './upkeep.js';
+import { checkClaims, type ClaimHold, Upkeep } from './upkeep.js';
 import { onRequestError } from '../client/http.js';
 import { DaemonMetrics } from '../telemetry/metrics.js';
 import { untraced } from '../telemetry/tracing.js';
@@ -55,6 +55,12 @@ interface Running {
   reported: boolean;
   /** It waits for an answer to its question: it holds no slot meanwhile (nor in the database). */
   waiting: boolean;
+  /**
+   * Until when (this process's clock) the database holds the claim, as it last said (check_claims'
+   * hold_seconds added to when that check was sent), and how long that hold was; no `until` while it
+   * cannot lapse (a question waiting).
+   */
+  hold: ClaimHold;
 }
 
 export type { AgentOptions };
@@ -147,6 +153,9 @@ export class BatonAgent {
         const run = this.running.get(taskId);
         if (!run) return;
         run.waiting = waiting;
+        // Asked, the task waits in input_required, which never lapses; answered, its lease starts again
+        // (until the next check says how long the database holds it).
+        run.hold = waiting ? {} : leaseHold(run.task);
         if (waiting) this.bell.ring('slot');
       },
       executorAway: (away, why) => this.executorAway(away, why),
@@ -417,7 +426,7 @@ export class BatonAgent {
     // The same task again: its earlier claim lapsed while that run went on, and this claim supersedes
     // it (the earlier run's outcome would be refused anyway).
     this.running.get(task.id)?.controller.abort(new Error('the task was claimed again after this claim lapsed'));
-    const run: Running = { task, controller: new AbortController(), done: Promise.resolve(), reported: false, waiting: false };
+    const run: Running = { task, controller: new AbortController(), done: Promise.resolve(), reported: false, waiting: false, hold: leaseHold(task) };
     this.claims.launched += 1;
     run.done = this.runner.run(task, run.controller.signal, () => { run.reported = true; }).finally(() => {
       if (this.running.get(task.id) === run) this.running.delete(task.id);
@@ -528,17 +537,18 @@ export class BatonAgent {
    * cannot renew, and cannot know whether the sweep has handed its tasks to another holder; so, a
    * margin before that can happen, it stops the executors it could not vouch for, and hands their
    * claims back once the API answers (TaskRunner): another holder gets the task only after the lapse.
-   * The hold is estimated here from the claim's lease and the agent's rhythm, as claim_expires_at
-   * reckons it, from this process's own clock: the database stays the judge of the claim itself.
+   * How long each claim holds is the database's word (check_claims' hold_seconds, a duration, kept on
+   * this process's clock), renewed with every beat; a task waiting for an answer does not lapse.
    */
   private fence(): void {
-    const silentMs = Date.now() - this.client.heardAt;
     for (const run of this.running.values()) {
-      if (run.reported || run.controller.signal.aborted) continue;
-      const holdMs = Math.max(leaseSeconds(run.task), 2 * this.profile.everySeconds) * 1000;
-      if (silentMs < holdMs - Math.max(2000, holdMs * 0.25)) continue;
-      this.log.warn({ taskId: run.task.id, silentMs, holdMs }, 'could not confirm the claim before it could lapse; stopping its executor');
-      run.controller.abort(new ClaimUnconfirmedError(`the API was unreachable for ${Math.round(silentMs / 1000)} s, close to the claim's ${holdMs / 1000} s: another holder may take the task`));
+      const { hold } = run;
+      if (run.reported || run.controller.signal.aborted || hold.until === undefined) continue;
+      const { until, ms } = hold;
+      if (until - Date.now() > Math.max(2000, ms * 0.25)) continue;
+      const silentMs = Date.now() - (until - ms);
+      this.log.warn({ taskId: run.task.id, silentMs, holdMs: ms }, 'could not confirm the claim before it could lapse; stopping its executor');
+      run.controller.abort(new ClaimUnconfirmedError(`the claim went unconfirmed for ${Math.round(silentMs / 1000)} s, close to the ${Math.round(ms / 1000)} s the database held it for: another holder may take the task`));
     }
   }
 
@@ -548,13 +558,14 @@ export class BatonAgent {
 }
 
 /**
- * The lease the database gave the claim: its claim_lease (set by every claim: the lease asked for,
- * lease_seconds or the project's default_lease), else, for a claim made before claim_lease existed,
- * what it granted between the claim and the lease's end.
+ * A claim's hold until its first check: the lease the database gave it, from now (its claim_lease,
+ * set by every claim; else what it granted between the claim and the lease's end). The database may
+ * hold it longer (two of the agent's wake-ups); the first check says so.
  */
-function leaseSeconds(task: Task): number {
-  const granted = task.claimed_at && task.lease_expires_at ? (Date.parse(task.lease_expires_at) - Date.parse(task.claimed_at)) / 1000 : undefined;
-  return intervalSeconds(task.claim_lease) ?? (granted !== undefined && granted > 0 ? granted : 0);
+function leaseHold(task: Task): ClaimHold {
+  const granted = task.claimed_at && task.lease_expires_at ? Date.parse(task.lease_expires_at) - Date.parse(task.claimed_at) : undefined;
+  const ms = (intervalSeconds(task.claim_lease) ?? 0) * 1000 || (granted !== undefined && granted > 0 ? granted : 0);
+  return { until: Date.now() + ms, ms };
 }
 
 /** node-cron's logger, writing through the daemon's pino logger: its warnings are routine, at debug. */

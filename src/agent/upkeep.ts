@@ -132,11 +132,21 @@ export class Upkeep {
   }
 }
 
-/** Stops work whose claim is no longer the agent's (cancelled, re-queued, reassigned); renews the rest. */
-export async function checkClaims(client: BatonClient, running: Map<string, { task: Task; controller: AbortController }>, renew: boolean, log: Logger): Promise<void> {
+/** Until when (this process's clock) a claim holds, and for how long it was held when last said; no `until`: it does not lapse. */
+export type ClaimHold = { until: number; ms: number } | { until?: undefined; ms?: undefined };
+
+/**
+ * Stops work whose claim is no longer the agent's (cancelled, re-queued, reassigned); renews the rest,
+ * and keeps how long the database says each holds, from when the check was sent.
+ */
+export async function checkClaims(client: BatonClient, running: Map<string, { task: Task; controller: AbortController; hold: ClaimHold }>, renew: boolean, log: Logger): Promise<void> {
   const claims = [...running.values()].map(({ task }) => ({ taskId: task.id, claimToken: task.claim_token! }));
+  const sentAt = Date.now();
   for (const check of await client.checkClaims(claims, { renew })) {
     const run = running.get(check.task_id);
+    if (run && check.current) {
+      run.hold = check.hold_seconds === null ? {} : { until: sentAt + check.hold_seconds * 1000, ms: check.hold_seconds * 1000 };
+    }
     // Said once: an executor that does not heed its signal at once is still in `running` on the next check.
     if (run && !check.current && !run.controller.signal.aborted) {
       log.info({ taskId: check.task_id, status: check.status }, 'claim no longer current; stopping its executor');

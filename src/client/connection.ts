@@ -165,6 +165,8 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.in
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {
     const where = issue.path.length ? `${issue.path.join('.')}: ` : '';
+    // A misspelt option is not dropped: a broadcast given `capabilities` for `requiredCapabilities` would go to anyone.
+    if (issue.code === 'unrecognized_keys') return `${where}no such field ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
     return `${where}${issue.message}`;
   });
   throw refusalOf('BT005', {
