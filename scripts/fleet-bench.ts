@@ -21,7 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { createBatonClient } from '../src/index.js';
+import { createBatonClient, isRetryable } from '../src/index.js';
 import { parseRealtimePlan } from '../src/stack/quotas.js';
 import { fleetStack } from './fleet.js';
 import { percentile } from './stats.js';
@@ -79,12 +79,27 @@ function startHosts(tokens: string[]): Promise<void> {
   return Promise.all(started).then(() => undefined);
 }
 
-const logLines = () => fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; agentId?: string; reason?: string; level: number }) : [];
+const logLines = () => fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; agentId?: string; reason?: string; level: number; err?: { message?: string } }) : [];
 const runs = () => {
   const counted = new Map<string, number>();
   if (fs.existsSync(runsFile)) for (const id of fs.readFileSync(runsFile, 'utf8').split('\n').filter(Boolean)) counted.set(id, (counted.get(id) ?? 0) + 1);
   return counted;
 };
+
+/**
+ * A call the saturated machine may leave unanswered within its deadline, made again: the hand-offs carry
+ * idempotency keys, so a batch that went through without its answer is not handed off twice.
+ */
+async function answered<T>(call: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!isRetryable(err) || tries >= 10) throw err;
+      await sleep(2000);
+    }
+  }
+}
 
 async function drain(ids: string[], what: string): Promise<void> {
   const deadline = Date.now() + 15 * 60_000;
@@ -125,8 +140,8 @@ try {
   const handed: Array<{ id: string; to: string }> = [];
   const w0 = Date.now();
   for (let b = 0; b < TASKS / 100; b += 1) {
-    const batch = Array.from({ length: 100 }, (_, i) => ({ to: ids[(b * 100 + i) % ids.length]!, title: `fleet ${b * 100 + i}` }));
-    const made = await sender.handoffMany(batch);
+    const batch = Array.from({ length: 100 }, (_, i) => ({ to: ids[(b * 100 + i) % ids.length]!, title: `fleet ${b * 100 + i}`, idempotencyKey: `fleet-${b * 100 + i}` }));
+    const made = await answered(() => sender.handoffMany(batch));
     made.forEach((m, i) => { if (m.task_id) handed.push({ id: m.task_id, to: batch[i]!.to }); });
   }
   await drain(handed.map((t) => t.id), 'the work');
@@ -155,7 +170,7 @@ try {
   const refusedConnections = Object.keys(after).filter((k) => k.startsWith('baton_realtime_connections_refused_total')).reduce((n, k) => n + (after[k]! - (before[k] ?? 0)), 0);
   say(`restart, the minute after: ${joins} joins (${(joins / DAEMONS).toFixed(1)} a daemon), ${refusedJoins} joins and ${refusedConnections} connections refused, `
     + `${restartLines.filter((l) => l.msg.startsWith('push refused by Realtime')).length} daemons said push was refused`);
-  const last = await sender.handoffMany(ids.map((to) => ({ to, title: 'after the restart' })));
+  const last = await answered(() => sender.handoffMany(ids.map((to) => ({ to, title: 'after the restart', idempotencyKey: `fleet-after-${to}` }))));
   await drain(last.map((t) => t.task_id!).filter(Boolean), 'after the restart');
   const again = runs();
   say(`after the restart: ${last.filter((t) => again.get(t.task_id!) === 1).length} of ${ids.length} ran exactly once`);
@@ -164,7 +179,11 @@ try {
   const final = await metrics();
   const errors = logLines().filter((l) => l.level >= 50);
   const byWords = new Map<string, number>();
-  for (const e of errors) byWords.set(e.msg, (byWords.get(e.msg) ?? 0) + 1);
+  // By what was logged and why: "poll failed … away" says little without its error's words.
+  for (const e of errors) {
+    const said = `${e.msg}${e.err?.message ? ` (${e.err.message.replace(/https?:\/\/[^ :]+:\d+/, 'the API')})` : ''}`;
+    byWords.set(said, (byWords.get(said) ?? 0) + 1);
+  }
   say(`dropped: ${final['baton_realtime_messages_dropped_total{quota="rate"}'] ?? 0} broadcasts over messages/s; errors logged: ${errors.length}`
     + [...byWords].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([msg, n]) => `\n  ${n} × ${msg}`).join(''));
   const warnings = new Map<string, number>();
