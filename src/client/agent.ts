@@ -111,20 +111,11 @@ export class BatonClient {
    * claims once a later process has begun (BT016). Unset, the client acts by hand.
    */
   incarnation: string | undefined;
-  /**
-   * When the last call that can write and went through was sent (ms): the database has heard the agent
-   * since then at the latest, which keeps its claims alive (a read, or a refused call, records nothing).
-   */
-  heardAt = 0;
-
   constructor(options: AgentClientOptions) {
     this.agentId = agentIdOf(options.token);
     this.db = connect({
       url: options.url, apiKey: agentApiKey(options), accessToken: options.token,
       headers: () => (this.incarnation ? { 'x-baton-incarnation': this.incarnation } : undefined),
-      answered: (sentAt, status, method) => {
-        if (status < 300 && method !== 'GET' && method !== 'HEAD' && sentAt > this.heardAt) this.heardAt = sentAt;
-      },
     });
   }
 

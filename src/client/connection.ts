@@ -16,8 +16,6 @@ export interface ConnectOptions {
   accessToken?: string;
   /** Headers added to every REST request as it leaves, read each time (a daemon's incarnation). */
   headers?: () => Record<string, string> | undefined;
-  /** Told of each answer: when its request was sent, its status and method. */
-  answered?: (sentAt: number, status: number, method: string) => void;
 }
 
 const load = createRequire(import.meta.url);
@@ -82,14 +80,11 @@ export function reconnectAfterMs(tries: number): number {
  * A supabase-js client for Baton: no sessions (agents are not users), a WebSocket that Node 20 lacks,
  * and a leaner fetch than Node's (src/client/http.ts).
  */
-export function connect({ url, apiKey, accessToken, headers, answered }: ConnectOptions): BatonDb {
-  const fetch: typeof batonFetch = headers || answered
-    ? async (input, init = {}) => {
-      const more = headers?.();
-      const sentAt = Date.now();
-      const answer = await batonFetch(input, more ? { ...init, headers: { ...headersOf(init.headers), ...more } } : init);
-      answered?.(sentAt, answer.status, init.method ?? 'GET');
-      return answer;
+export function connect({ url, apiKey, accessToken, headers }: ConnectOptions): BatonDb {
+  const fetch: typeof batonFetch = headers
+    ? (input, init = {}) => {
+      const more = headers();
+      return batonFetch(input, more ? { ...init, headers: { ...headersOf(init.headers), ...more } } : init);
     }
     : batonFetch;
   const seen: { said?: string } = {};
