@@ -263,6 +263,17 @@ export function isRetryable(err: unknown): err is ConnectionError | TransientErr
 }
 
 /**
+ * True for a call that got no answer within its deadline (src/client/http.ts's LateAnswerError, in a
+ * failed fetch's cause or, through supabase-js, its details): the API may be only slow.
+ */
+export function isLate(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    if (e.name === 'LateAnswerError' || (e instanceof ConnectionError && /Caused by: LateAnswerError:/.test(e.details ?? ''))) return true;
+  }
+  return false;
+}
+
+/**
  * True for an error that is a fault in Baton's own code (a TypeError, a ReferenceError, a RangeError):
  * not an answer from the database, nor the machine saying no (a file that is not there). A surface
  * that turns errors into answers for its caller logs these as errors, with their stack, and says so.

@@ -15,7 +15,7 @@ import { ConfigError } from '../config.js';
 import { isUnavailable, SupersededError } from '../errors.js';
 import { silentLogger } from '../logger.js';
 import type { AgentPresence, Task } from '../schemas.js';
-import { agentDefaults, checkSchedule, type AgentOptions } from './options.js';
+import { agentDefaults, checkSchedule, schedulePeriodSeconds, type AgentOptions } from './options.js';
 import { Bell, settledWithin } from './bell.js';
 import { OutageLog } from './outage.js';
 import { OutcomeBatcher } from './outcomes.js';
@@ -35,10 +35,18 @@ import { untraced } from '../telemetry/tracing.js';
  */
 const pushStuckMs = 20_000;
 /**
- * While push is refused for a quota, a poll that finds nothing waits twice as long before the next
- * claims (from 5 s), up to this: an idle fleet that polls stays a few requests a second in all.
+ * While push is down (refused for a quota, or its joins not answered), a poll that finds nothing, and
+ * one the API was too slow to answer, waits about twice as long before the next (from 5 s, jittered),
+ * up to this: a fleet that polls stays a few requests a second in all, and a busy API is not pressed.
  */
-const REFUSED_IDLE_POLL_MAX_MS = 30_000;
+const SPACED_POLL_MAX_MS = 30_000;
+const spacedPollMs = (misses: number) => Math.min(SPACED_POLL_MAX_MS, 2_500 * 2 ** misses) * (0.75 + 0.5 * Math.random());
+/**
+ * How far into its schedule's gap each daemon's wake-ups come, at most: its own fraction of the gap
+ * (chosen at random when it starts), so that a thousand daemons on the default schedules spread their
+ * polls over five seconds and their heartbeats over thirty instead of calling all at once.
+ */
+const SPREAD_MAX_MS = 30_000;
 /** How long the poll claims on every turn after the safety net found work push had not announced. */
 const LOSSY_PUSH_MS = 5 * 60_000;
 /** After an outage, each daemon listens again within this much of the API's return (at random). */
@@ -86,6 +94,8 @@ export class BatonAgent {
   private readonly schedules: ScheduledTask[] = [];
   /** Spreads the safety-net claims of many agents started together. */
   private readonly jitter = Math.random();
+  /** Each schedule's gap, up to SPREAD_MAX_MS, read once. */
+  private readonly gaps = new Map<string, number>();
   private markStopped!: () => void;
 
   // What changes as it runs.
@@ -116,9 +126,12 @@ export class BatonAgent {
     safetyNet: false,
     /** Until then, the poll claims every time even while push is up: push missed work lately. */
     lossyUntil: 0,
-    /** The claim under way is the poll's, made while Realtime refuses push for a quota. */
-    refusedPoll: false,
-    /** While push is refused: polls in a row that found nothing, and no poll claim before `idleUntil`. */
+    /** The claim under way is the poll's, made while push is down. */
+    downPoll: false,
+    /**
+     * Polls in a row that found nothing while push was down, or that the API was too slow to answer;
+     * no poll before `idleUntil`.
+     */
     idlePolls: 0,
     idleUntil: 0,
     /** No claims before this time: what does the work could not be reached (UnavailableError). */
@@ -195,9 +208,11 @@ export class BatonAgent {
       // node-cron's own lines go to the daemon's log, not raw to the console: a beat that outlasts its
       // slot (the API slow or away) skips the next one, which is worth a debug line, not a warning.
       const logger = cronLogger(this.log);
+      // Each wake-up at this daemon's own offset into its schedule's gap (the schedules keep their
+      // rhythm): a fleet on one schedule otherwise calls the API in the same second, every one of them.
       this.schedules.push(
-        cron.schedule(this.heartbeat, () => this.beat(), { noOverlap: true, name: `${this.id}-heartbeat`, logger }),
-        cron.schedule(this.poll, () => this.bell.ring('poll'), { name: `${this.id}-poll`, logger }),
+        cron.schedule(this.heartbeat, () => this.offset(this.heartbeat, () => this.beat()), { noOverlap: true, name: `${this.id}-heartbeat`, logger }),
+        cron.schedule(this.poll, () => this.offset(this.poll, () => this.bell.ring('poll')), { name: `${this.id}-poll`, logger }),
       );
       if (this.options.push !== false) this.listen();
       this.fenceTimer = setInterval(() => this.fence(), 500).unref();
@@ -276,18 +291,18 @@ export class BatonAgent {
             const polled = await this.pollRound();
             // The safety net claims on its own, while push is up: what it finds, push did not announce.
             this.claims.safetyNet = polled && pushUp && !claim;
-            this.claims.refusedPoll = polled && Boolean(this.push?.refused) && !claim;
+            this.claims.downPoll = polled && this.push !== undefined && !pushUp && !claim;
             claim = polled || claim;
           }
           if (wakes.has('results')) await this.deliver();
           if (claim) await this.claimFree();
           this.claims.safetyNet = false;
-          this.claims.refusedPoll = false;
+          this.claims.downPoll = false;
         });
         this.outage.ok();
       } catch (err) {
         if (err instanceof SupersededError) this.upkeep.superseded(err.message);
-        else this.outage.failed(err, 'poll failed');
+        else if (this.outage.failed(err, 'poll failed') === 'slow') this.spacePolls(false);
       }
       turned?.();
       if (once && this.running.size === 0 && !this.bell.pending) return;
@@ -310,8 +325,8 @@ export class BatonAgent {
     }
     if (this.push?.up) this.pushRetry = { failures: 0, until: 0 };
     if (this.push?.up && Date.now() >= this.claims.lossyUntil && Date.now() - this.claims.lastOnPoll < this.slowPollMs() * (0.9 + 0.2 * this.jitter)) return false;
-    // Push refused for a quota: polls that find nothing space out, up to REFUSED_IDLE_POLL_MAX_MS.
-    if (this.push?.refused && Date.now() < this.claims.idleUntil) return false;
+    // Push down, or the API slow: polls that find nothing or no answer space out (spacePolls).
+    if (Date.now() < this.claims.idleUntil) return false;
     this.claims.lastOnPoll = Date.now();
     await this.deliver();
     return true;
@@ -388,13 +403,10 @@ export class BatonAgent {
    */
   private track(request: Promise<Task[]>, wanted: number): Promise<void> {
     const safetyNet = this.claims.safetyNet;
-    const refusedPoll = this.claims.refusedPoll;
+    const downPoll = this.claims.downPoll;
     const settled = request.then((tasks) => {
       this.claims.lastFull = tasks.length === wanted;
-      if (refusedPoll) {
-        this.claims.idlePolls = tasks.length ? 0 : this.claims.idlePolls + 1;
-        this.claims.idleUntil = this.claims.idlePolls ? Date.now() + Math.min(REFUSED_IDLE_POLL_MAX_MS, 2_500 * 2 ** this.claims.idlePolls) : 0;
-      }
+      if (downPoll || tasks.length) this.spacePolls(tasks.length > 0);
       if (safetyNet && tasks.length) this.pushMissed(tasks.length);
       for (const task of tasks) {
         if (this.stopping) void this.release(task, 'released on shutdown', 'released on shutdown');
@@ -550,6 +562,27 @@ export class BatonAgent {
       this.log.warn({ taskId: run.task.id, silentMs, holdMs: ms }, 'could not confirm the claim before it could lapse; stopping its executor');
       run.controller.abort(new ClaimUnconfirmedError(`the claim went unconfirmed for ${Math.round(silentMs / 1000)} s, close to the ${Math.round(ms / 1000)} s the database held it for: another holder may take the task`));
     }
+  }
+
+  /**
+   * Runs `wake` at this daemon's offset into `schedule`'s gap (its jitter times the gap, at most
+   * SPREAD_MAX_MS); nothing once it is stopping.
+   */
+  private async offset(schedule: string, wake: () => unknown): Promise<void> {
+    let gap = this.gaps.get(schedule);
+    if (gap === undefined) this.gaps.set(schedule, gap = Math.min(SPREAD_MAX_MS, schedulePeriodSeconds(schedule) * 1000));
+    const ms = this.jitter * gap;
+    await new Promise<void>((resolve) => { setTimeout(resolve, ms).unref(); });
+    if (!this.stopping) await wake();
+  }
+
+  /**
+   * A poll found work (`found`: the polls keep their rhythm again), or found nothing while push was
+   * down, or the API was too slow to answer it: the next poll waits spacedPollMs.
+   */
+  private spacePolls(found: boolean): void {
+    this.claims.idlePolls = found ? 0 : this.claims.idlePolls + 1;
+    this.claims.idleUntil = found ? 0 : Date.now() + spacedPollMs(this.claims.idlePolls);
   }
 
   private slowPollMs(): number {

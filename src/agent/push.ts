@@ -162,7 +162,7 @@ export class PushListener {
     } else if (speaksFor === 0) {
       // What became of a shared channel is said once, by its first listener, for all of them.
     } else if (!this.up && this.wasUp) {
-      this.log.warn({ topic, status, err: err?.message, ...listeners(speaksFor) }, 'push is down: polling at the fast rhythm until it is back');
+      this.log.warn({ topic, status, err: err?.message, ...listeners(speaksFor) }, 'push is down: polling until it is back (on the poll schedule, spacing out to 30 s while polls find nothing)');
     } else if (status !== 'SUBSCRIBED' && status !== 'CLOSED') {
       this.log.warn({ topic, status, err: err?.message, ...listeners(speaksFor) }, 'could not listen; polling instead');
     }

@@ -77,6 +77,19 @@ export function reconnectAfterMs(tries: number): number {
 }
 
 /**
+ * A channel whose join went unanswered (TIMED_OUT: a busy Realtime, a busy database judging the join)
+ * is joined again by realtime-js after 1, 2, 5, then every 10 s, the same steps for every client; a
+ * fleet whose joins timed out together would send them again together. Its channels wait
+ * reconnectAfterMs instead, spread and growing. realtime-js takes no option for it (its Phoenix socket
+ * does, as `rejoinAfterMs`, read by each channel made after it is set); a socket without one is left
+ * as it is.
+ */
+function spreadRejoins(db: BatonDb): void {
+  const socket = (db.realtime as unknown as { socketAdapter?: { socket?: { rejoinAfterMs?: unknown } } }).socketAdapter?.socket;
+  if (socket && typeof socket.rejoinAfterMs === 'function') socket.rejoinAfterMs = reconnectAfterMs;
+}
+
+/**
  * A supabase-js client for Baton: no sessions (agents are not users), a WebSocket that Node 20 lacks,
  * and a leaner fetch than Node's (src/client/http.ts).
  */
@@ -97,6 +110,7 @@ export function connect({ url, apiKey, accessToken, headers }: ConnectOptions): 
     // channel joined after the first connection would be refused.
     accessToken: async () => accessToken ?? null,
   });
+  spreadRejoins(db);
   refusedConnections.set(db, seen);
   made.set(db, { url, apiKey, accessToken });
   return db;

@@ -77,6 +77,26 @@ function isAbort(err: unknown): boolean {
 
 const failed = () => { for (const listener of requestErrorListeners) listener(); };
 
+/** When this process last had an answer from the API (a status below 500), on its clock. */
+let lastAnswerAt = 0;
+const answered = (status: number) => { if (status < 500) lastAnswerAt = Date.now(); };
+
+/**
+ * Whether the API answered some call of this process within the last `ms`: a call that then got no
+ * answer within its deadline met an API that is slow (busy), not away.
+ */
+export function answeredWithin(ms: number): boolean {
+  return Date.now() - lastAnswerAt < ms;
+}
+
+/** Why a request failed when it got no answer within its deadline (the cause of its "fetch failed"). */
+export class LateAnswerError extends Error {
+  constructor(readonly deadlineMs: number, options: ErrorOptions) {
+    super(`no answer within ${deadlineMs / 1000} s`, options);
+    this.name = 'LateAnswerError';
+  }
+}
+
 /** The calls that hand work off, whose context the tasks they make record. */
 const handoffCalls = new Set(['rpc/handoff_task', 'rpc/handoff_tasks', 'rpc/fan_out']);
 
@@ -156,6 +176,7 @@ const send: typeof fetch = async (input, init = {}) => {
     throw unreached(err, late ? deadline : undefined);
   }
   if (answer.statusCode >= 500) failed();
+  answered(answer.statusCode);
   const empty = bodiless.has(answer.statusCode) || method === 'HEAD';
   const content = empty ? (await answer.body.dump(), null) : new Uint8Array(await answer.body.arrayBuffer());
   return new BufferedResponse(content, { status: answer.statusCode, headers: headerPairs(answer.headers) });
@@ -198,6 +219,7 @@ async function sendOnce(url: string, init: { method: string; headers: Record<str
       request.end(init.body ?? undefined);
     });
     if (answer.status >= 500) failed();
+    answered(answer.status);
     return answer;
   } catch (err) {
     // The caller's own abort stays one; the deadline's is a failure to reach, as anything else is.
@@ -209,7 +231,7 @@ async function sendOnce(url: string, init: { method: string; headers: Record<str
 
 /** A failure to reach, as fetch reports one (a TypeError "fetch failed" whose cause says why); one past its deadline says how long it waited. */
 function unreached(err: unknown, lateAfterMs?: number): TypeError {
-  return new TypeError('fetch failed', { cause: lateAfterMs === undefined ? err : new Error(`no answer within ${lateAfterMs / 1000} s`, { cause: err }) });
+  return new TypeError('fetch failed', { cause: lateAfterMs === undefined ? err : new LateAnswerError(lateAfterMs, { cause: err }) });
 }
 
 /**

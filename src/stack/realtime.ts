@@ -88,6 +88,9 @@ export const quotaReasons = Object.freeze({
   channels: 'ChannelRateLimitReached: Too many channels',
 });
 
+/** A join its client no longer waits for: left, sent again or its socket gone. */
+class Unwanted extends Error {}
+
 type Frame = [joinRef: string | null, ref: string | null, topic: string, event: string, payload: Record<string, unknown>];
 interface Joined { socket: WebSocket; joinRef: string; private: boolean }
 
@@ -121,6 +124,8 @@ class RealtimeServer {
   private readonly counted = new Set<WebSocket>();
   /** The topics each connection holds. */
   private readonly held = new Map<WebSocket, Set<string>>();
+  /** Per socket, each topic's join being judged, by its join ref. */
+  private readonly joining = new Map<WebSocket, Map<string, string | null>>();
   private readonly counts = {
     joins: 0, messagesSent: 0, messagesDelivered: 0,
     joinsRefused: { connections: 0, joins: 0, channels: 0 },
@@ -195,24 +200,40 @@ class RealtimeServer {
       : (await jwtVerify(token, this.secret, { algorithms: ['HS256'] })).payload;
   }
 
-  /** Whether `claims` may read broadcasts on `topic`, by the realtime.messages policies. */
-  private async mayJoin(claims: JWTPayload, topic: string): Promise<void> {
+  /**
+   * Whether `claims` may read broadcasts on `topic`, by the realtime.messages policies: a probe message
+   * written and read back as the joining role, rolled back. One round trip (a simple query of several
+   * statements), as a pool of four serves every join: a join that waits on the gateway's event loop
+   * between statements holds its connection the while, and a fleet joining under load times out.
+   * `wanted` is asked once a connection is free: a join its client gave up on (it timed out and left)
+   * is not judged at all.
+   */
+  private async mayJoin(claims: JWTPayload, topic: string, wanted: () => boolean): Promise<'allowed' | 'unwanted'> {
     const role = String(claims.role ?? 'anon');
     if (!ROLES.has(role)) throw new Error(`the role "${role}" cannot join channels`);
     const client = await this.pool.connect();
     try {
-      await client.query('begin');
-      await client.query("select set_config('request.jwt.claims', $1, true), set_config('request.method', 'GET', true)", [JSON.stringify(claims)]);
-      // Revoked, expired or never-issued agent tokens are refused here as on every REST call.
-      await client.query('select baton_private.check_request()');
-      const { rows: [probe] } = await client.query(
-        "insert into realtime.messages (topic, extension, event, payload, private) values ($1, 'broadcast', 'join', '{}', true) returning id", [topic]);
-      await client.query(`set local role ${role}`);
-      await client.query("select set_config('realtime.topic', $1, true)", [topic]);
-      const { rows: [seen] } = await client.query('select count(*)::int as n from realtime.messages where id = $1', [probe.id]);
+      if (!wanted()) return 'unwanted';
+      const text = (value: string) => client.escapeLiteral(value);
+      const results = await client.query([
+        'begin',
+        `select set_config('request.jwt.claims', ${text(JSON.stringify(claims))}, true), set_config('request.method', 'GET', true)`,
+        // Revoked, expired or never-issued agent tokens are refused here as on every REST call.
+        'select baton_private.check_request()',
+        `with probe as (insert into realtime.messages (topic, extension, event, payload, private) values (${text(topic)}, 'broadcast', 'join', '{}', true) returning id)
+         select set_config('baton.join_probe', id::text, true) from probe`,
+        `set local role ${role}`,
+        `select set_config('realtime.topic', ${text(topic)}, true)`,
+        "select count(*)::int as n from realtime.messages where id = current_setting('baton.join_probe')::uuid",
+        'rollback',
+      ].join(';\n')) as unknown as pg.QueryResult[];
+      const seen = results.at(-2)!.rows[0] as { n: number };
       if (seen.n !== 1) throw new Error(`not allowed to listen on "${topic}"`);
-    } finally {
+      return 'allowed';
+    } catch (err) {
       await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
       client.release();
     }
   }
@@ -230,6 +251,7 @@ class RealtimeServer {
       for (const topic of [...this.listeners.keys()]) this.leave(socket, topic);
       this.counted.delete(socket);
       this.held.delete(socket);
+      this.joining.delete(socket);
     });
     socket.on('message', (data: RawData, isBinary: boolean) => this.received(socket, data, isBinary, apiKeyClaims));
   }
@@ -247,6 +269,7 @@ class RealtimeServer {
     if (topic === 'phoenix' && event === 'heartbeat') return reply(socket, frame, 'ok', {});
     if (event === 'phx_join') return void this.join(socket, frame, apiKeyClaims);
     if (event === 'phx_leave') {
+      this.joining.get(socket)?.delete(topic);
       this.leave(socket, topic);
       return reply(socket, frame, 'ok', {});
     }
@@ -275,6 +298,10 @@ class RealtimeServer {
     }
     this.joinRate.add();
     this.counts.joins += 1;
+    // The join being judged for this topic on this socket: a later join or a leave makes it stale.
+    let joining = this.joining.get(socket);
+    if (!joining) this.joining.set(socket, joining = new Map());
+    joining.set(topic, joinRef);
     // Held from now, as hosted registers the channel before it checks the token: joins that arrive
     // together are counted against the connection's channels together.
     const wasHeld = topics.has(topic);
@@ -285,9 +312,11 @@ class RealtimeServer {
       const token = typeof payload.access_token === 'string' ? payload.access_token : undefined;
       const claims = token ? await this.verify(token) : apiKeyClaims;
       if (!claims) throw new Error('no token: join with an agent\'s access token');
-      if (config.private) await this.mayJoin(claims, topic.replace(/^realtime:/, ''));
-      // Gone while its join was judged: nothing to hold for it, nor to count.
-      if (socket.readyState !== socket.OPEN) return void this.counted.delete(socket);
+      const wanted = () => socket.readyState === socket.OPEN && this.joining.get(socket)?.get(topic) === joinRef;
+      if (config.private && await this.mayJoin(claims, topic.replace(/^realtime:/, ''), wanted) === 'unwanted') throw new Unwanted();
+      // Gone or left while its join was judged: nothing to hold for it, nor to count.
+      if (!wanted()) throw new Unwanted();
+      this.joining.get(socket)?.delete(topic);
       this.leave(socket, topic);
       if (!this.listeners.has(topic)) this.listeners.set(topic, new Set());
       this.listeners.get(topic)!.add({ socket, joinRef: joinRef ?? '', private: Boolean(config.private) });
@@ -295,9 +324,15 @@ class RealtimeServer {
       this.counted.add(socket);
       reply(socket, frame, 'ok', { postgres_changes: [] });
     } catch (err) {
-      if (!wasHeld) topics.delete(topic);
-      if (!wasCounted && topics.size === 0) this.counted.delete(socket);
-      reply(socket, frame, 'error', { reason: (err as Error).message });
+      // A join its client has left or sent again is answered by nothing (the client waits for no reply),
+      // and leaves what the join sent since holds.
+      const again = this.joining.get(socket)?.has(topic) && this.joining.get(socket)!.get(topic) !== joinRef;
+      if (!again) {
+        this.joining.get(socket)?.delete(topic);
+        if (!wasHeld) topics.delete(topic);
+        if (!wasCounted && topics.size === 0) this.counted.delete(socket);
+      }
+      if (!(err instanceof Unwanted)) reply(socket, frame, 'error', { reason: (err as Error).message });
     }
   }
 
