@@ -96,6 +96,8 @@ export class BatonAgent {
   private readonly jitter = Math.random();
   /** Each schedule's gap, up to SPREAD_MAX_MS, read once. */
   private readonly gaps = new Map<string, number>();
+  /** The scheduled beat under way, if one is. */
+  private beating: Promise<unknown> | undefined;
   private markStopped!: () => void;
 
   // What changes as it runs.
@@ -205,13 +207,12 @@ export class BatonAgent {
       await this.beat();
       if (this.stopping) return;
       this.upkeep.spreadFirstSweep();
-      // node-cron's own lines go to the daemon's log, not raw to the console: a beat that outlasts its
-      // slot (the API slow or away) skips the next one, which is worth a debug line, not a warning.
+      // node-cron's own lines go to the daemon's log, not raw to the console.
       const logger = cronLogger(this.log);
       // Each wake-up at this daemon's own offset into its schedule's gap (the schedules keep their
       // rhythm): a fleet on one schedule otherwise calls the API in the same second, every one of them.
       this.schedules.push(
-        cron.schedule(this.heartbeat, () => this.offset(this.heartbeat, () => this.beat()), { noOverlap: true, name: `${this.id}-heartbeat`, logger }),
+        cron.schedule(this.heartbeat, () => this.offset(this.heartbeat, () => this.beatAlone()), { name: `${this.id}-heartbeat`, logger }),
         cron.schedule(this.poll, () => this.offset(this.poll, () => this.bell.ring('poll')), { name: `${this.id}-poll`, logger }),
       );
       if (this.options.push !== false) this.listen();
@@ -568,12 +569,18 @@ export class BatonAgent {
    * Runs `wake` at this daemon's offset into `schedule`'s gap (its jitter times the gap, at most
    * SPREAD_MAX_MS); nothing once it is stopping.
    */
-  private async offset(schedule: string, wake: () => unknown): Promise<void> {
+  private offset(schedule: string, wake: () => void): void {
     let gap = this.gaps.get(schedule);
     if (gap === undefined) this.gaps.set(schedule, gap = Math.min(SPREAD_MAX_MS, schedulePeriodSeconds(schedule) * 1000));
-    const ms = this.jitter * gap;
-    await new Promise<void>((resolve) => { setTimeout(resolve, ms).unref(); });
-    if (!this.stopping) await wake();
+    setTimeout(() => { if (!this.stopping) wake(); }, this.jitter * gap).unref();
+  }
+
+  /** A beat on the schedule, unless the last one is still under way (the API slow or away): it skips. */
+  private beatAlone(): void {
+    if (this.beating) return void this.log.debug('the last beat is still under way: skipping this one');
+    this.beating = this.beat()
+      .catch((err: unknown) => this.outage.failed(err, 'heartbeat failed'))
+      .finally(() => { this.beating = undefined; });
   }
 
   /**
