@@ -85,6 +85,8 @@ export class BatonAgent {
   private readonly log: Logger;
   private readonly poll: string;
   private readonly heartbeat: string;
+  /** The longest gap of each schedule, in seconds. */
+  private readonly periods: { poll: number; heartbeat: number };
   private readonly upkeep: Upkeep;
   private readonly runner: TaskRunner;
   private readonly reporter: OutcomeBatcher;
@@ -94,8 +96,6 @@ export class BatonAgent {
   private readonly schedules: ScheduledTask[] = [];
   /** Spreads the safety-net claims of many agents started together. */
   private readonly jitter = Math.random();
-  /** Each schedule's gap, up to SPREAD_MAX_MS, read once. */
-  private readonly gaps = new Map<string, number>();
   /** The scheduled beat under way, if one is. */
   private beating: Promise<unknown> | undefined;
   private markStopped!: () => void;
@@ -150,6 +150,7 @@ export class BatonAgent {
     this.log = (options.log ?? silentLogger).child({ agentId: this.id });
     this.poll = checkSchedule(options.poll ?? agentDefaults.poll, 'poll');
     this.heartbeat = checkSchedule(options.heartbeat ?? agentDefaults.heartbeat, 'heartbeat');
+    this.periods = { poll: schedulePeriodSeconds(this.poll), heartbeat: schedulePeriodSeconds(this.heartbeat) };
     this.outage = new OutageLog(this.log, () => this.recovered());
     this.upkeep = new Upkeep(this.client, this.id, this.log, this.outage, () => void this.stop({ graceSeconds: 0 }));
     this.reporter = new OutcomeBatcher(this.client, {
@@ -473,7 +474,7 @@ export class BatonAgent {
   }
 
   private async register(): Promise<void> {
-    this.profile = await this.upkeep.register(this.options, this.poll, this.heartbeat);
+    this.profile = await this.upkeep.register(this.options, this.periods);
   }
 
   /** The agent's metrics for Prometheus, at /metrics on `port`. */
@@ -570,9 +571,8 @@ export class BatonAgent {
    * SPREAD_MAX_MS); nothing once it is stopping.
    */
   private offset(schedule: string, wake: () => void): void {
-    let gap = this.gaps.get(schedule);
-    if (gap === undefined) this.gaps.set(schedule, gap = Math.min(SPREAD_MAX_MS, schedulePeriodSeconds(schedule) * 1000));
-    setTimeout(() => { if (!this.stopping) wake(); }, this.jitter * gap).unref();
+    const gapMs = Math.min(SPREAD_MAX_MS, (schedule === this.poll ? this.periods.poll : this.periods.heartbeat) * 1000);
+    setTimeout(() => { if (!this.stopping) wake(); }, this.jitter * gapMs).unref();
   }
 
   /** A beat on the schedule, unless the last one is still under way (the API slow or away): it skips. */

@@ -8,7 +8,7 @@ import type { BatonClient } from '../client/agent.js';
 import { intervalSeconds } from '../durations.js';
 import { SupersededError } from '../errors.js';
 import type { AgentPresence, Task } from '../schemas.js';
-import { agentDefaults, schedulePeriodSeconds, type AgentOptions } from './options.js';
+import { agentDefaults, type AgentOptions } from './options.js';
 import type { OutageLog } from './outage.js';
 
 /** A peer that wakes at least this often (seconds) is a daemon, and takes its turn at the sweep. */
@@ -42,9 +42,9 @@ export class Upkeep {
    * Writes the agent's own row: what it is, and how often it is sure to wake (its claims survive two
    * missed wake-ups). Its max_concurrent (set here or by an operator) is its capacity.
    */
-  async register(options: AgentOptions, poll: string, heartbeat: string): Promise<{ capacity: number; capabilities: string[]; everySeconds: number }> {
+  async register(options: AgentOptions, periods: { poll: number; heartbeat: number }): Promise<{ capacity: number; capabilities: string[]; everySeconds: number }> {
     const { displayName, capabilities, skillsOffered, maxConcurrent } = options;
-    const pollIntervalSeconds = options.everySeconds ?? Math.min(schedulePeriodSeconds(poll), schedulePeriodSeconds(heartbeat), maxEverySeconds);
+    const pollIntervalSeconds = options.everySeconds ?? Math.min(periods.poll, periods.heartbeat, maxEverySeconds);
     const row = await this.client.updateProfile({ displayName, capabilities, skillsOffered, maxConcurrent, pollIntervalSeconds });
     return { capacity: row.max_concurrent, capabilities: row.capabilities, everySeconds: pollIntervalSeconds };
   }
