@@ -168,7 +168,8 @@ describe('docs/mcp.md: baton mcp in the coding agents', () => {
     const row = section.split('\n').find((l) => l.startsWith(`| ${met[0].host.title ?? 'Gemini CLI'} ${met[0].host.version} |`))?.split(' | ');
     expect(row, `docs/mcp.md's table has no row for ${JSON.stringify(met[0].host)}`).toBeTruthy();
     expect(row![1]).toBe(met[0].protocol);
-    expect(row![3]).toBe(met[0].capabilities.tasks ? 'yes' : 'no');
+    // MCP tasks: 2025-11-25's capability, or 2026-07-28's extension, declared by the host.
+    expect(row![3]).toBe(met[0].capabilities.tasks || met[0].capabilities.extensions?.['io.modelcontextprotocol/tasks'] ? 'yes' : 'no');
     expect(row![4] === 'no').toBe(!met[0].capabilities.elicitation);
     const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
     expect(done.map((t) => t.from_agent)).toEqual([lead]);

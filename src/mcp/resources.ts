@@ -52,9 +52,22 @@ async function readFor(agent: McpAgent, uri: string): Promise<unknown> {
   return undefined;
 }
 
-/** The resources (inbox, open tasks, a task, an artifact), the loop prompt, and subscriptions to them. */
+/** What both SDK lines' servers share for resources and prompts: the same calls, each with its own template class. */
+export interface ResourceHost {
+  registerResource(...args: never[]): unknown;
+  registerPrompt(...args: never[]): unknown;
+}
+
+/** The resources (inbox, open tasks, a task, an artifact), the loop prompt, and subscriptions to them (the 2025 eras' resources/subscribe). */
 export function registerResources(server: McpServer, agent: McpAgent): Subscriptions {
+  registerReadables(server, agent, (uri) => new ResourceTemplate(uri, { list: undefined }));
+  return subscriptions(server, agent);
+}
+
+/** The resources and the loop prompt on a server of either SDK line; `template` makes that line's URI template. */
+export function registerReadables(host: ResourceHost, agent: McpAgent, template: (uri: string) => unknown): void {
   const { client } = agent;
+  const server = host as unknown as McpServer;
 
   server.registerResource('inbox', INBOX_URI, {
     title: 'Inbox', mimeType: 'application/json',
@@ -64,10 +77,10 @@ export function registerResources(server: McpServer, agent: McpAgent): Subscript
     title: 'Open tasks', mimeType: 'application/json',
     description: 'Your open tasks: addressed to you or held by you, and the ones you sent. Subscribe to hear when one changes.',
   }, async (uri) => json(uri.href, await readTasks(agent)));
-  server.registerResource('task', new ResourceTemplate('baton://task/{id}', { list: undefined }), {
+  server.registerResource('task', template('baton://task/{id}') as ResourceTemplate, {
     title: 'A task', mimeType: 'application/json', description: 'One task with its history, thread and artifacts.',
   }, async (uri, { id }) => json(uri.href, await agent.showTask(await agent.resolve(String(id)))));
-  server.registerResource('artifact', new ResourceTemplate('baton://artifact/{task}/{name}', { list: undefined }), {
+  server.registerResource('artifact', template('baton://artifact/{task}/{name}') as ResourceTemplate, {
     title: 'An artifact', description: 'An artifact\'s content, by task and name.',
   }, async (uri, { task, name }) => {
     const artifact = await client.artifact(await agent.resolve(String(task)), decodeURIComponent(String(name)));
@@ -82,7 +95,6 @@ export function registerResources(server: McpServer, agent: McpAgent): Subscript
     description: 'Walks you through the protocol\'s loop: check the inbox, claim, work with progress, complete with artifacts, or ask, reject or fail with a reason.',
     argsSchema: { focus: z.string().optional().describe('What to concentrate on, e.g. a capability or a task id.') },
   }, ({ focus }) => ({ messages: [{ role: 'user', content: { type: 'text', text: loopPrompt(client.agentId, focus) } }] }));
-  return subscriptions(server, agent);
 }
 
 /** Subscriptions: what is subscribed is read again when work is pushed (or on a slow poll), and the host told when it changed. */

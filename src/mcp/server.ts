@@ -17,6 +17,7 @@ import { McpAgent } from './shared.js';
 import { BatonTaskStore, TaskWakeups, toMcpTask, WakingMessageQueue } from './tasks.js';
 import { registerTools } from './tools.js';
 import { guardTaskCalls } from './task-calls.js';
+import { createModernMcp, type ModernMcp } from './modern.js';
 
 export { INBOX_URI, TASKS_URI } from './resources.js';
 
@@ -35,7 +36,10 @@ export interface McpOptions {
 }
 
 export interface BatonMcp {
+  /** The 2025 eras' server (SDK 1.x, with 2025-11-25's tasks). */
   server: McpServer;
+  /** A 2026-07-28 server acting as the same agent (SDK 2.x): one per stdio connection, or per HTTP request. */
+  modern(): ModernMcp;
   /** Starts listening and beating; call once the transport is connected. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -56,9 +60,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
       },
       taskStore,
       taskMessageQueue: new WakingMessageQueue(wakeups),
-      instructions: `You act as the Baton agent "${client.agentId}". Baton passes work between agents: tasks are handed off, `
-        + 'claimed, worked on with progress, and completed with a structured result and artifacts. Start with the status tool, '
-        + 'then inbox and list_tasks; name tasks by id or its first 6 characters. The baton-loop prompt walks through the protocol.',
+      instructions: instructionsFor(client.agentId),
     },
   );
 
@@ -93,6 +95,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
 
   return {
     server,
+    modern: () => createModernMcp(agent, { version: options.version, instructions: instructionsFor(client.agentId) }),
     async start() {
       const me = await client.heartbeat('working through MCP');
       const beatEvery = (options.beatSeconds ?? 60) * 1000;
@@ -120,6 +123,11 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   };
 }
 
+
+/** What the server tells the host's model of itself, in either era. */
+const instructionsFor = (agentId: string) => `You act as the Baton agent "${agentId}". Baton passes work between agents: tasks are handed off, `
+  + 'claimed, worked on with progress, and completed with a structured result and artifacts. Start with the status tool, '
+  + 'then inbox and list_tasks; name tasks by id or its first 6 characters. The baton-loop prompt walks through the protocol.';
 
 /**
  * The SDK's tasks/result looks at a task once per poll interval while it is open; Baton's looks again as

@@ -36,10 +36,15 @@ const mcpStatus: Record<Task['status'], McpTask['status']> = {
   completed: 'completed', failed: 'failed', rejected: 'failed', cancelled: 'cancelled',
 };
 
-export function toMcpTask(task: Task, note?: string): McpTask {
+/** What a task's MCP status message says, in either era: where it stands, and what the host should know (an answer not taken). */
+export function statusLine(task: Task, note?: string): string | undefined {
   const status = task.status === 'input_required' ? 'waiting for your answer'
     : task.status_reason ?? task.progress_message ?? undefined;
-  const said = [status, note].filter(Boolean).join('; ') || undefined;
+  return [status, note].filter(Boolean).join('; ') || undefined;
+}
+
+export function toMcpTask(task: Task, note?: string): McpTask {
+  const said = statusLine(task, note);
   return {
     taskId: task.id,
     status: mcpStatus[task.status],
@@ -107,7 +112,9 @@ export class BatonTaskStore implements TaskStore {
   async createTask(params: CreateTaskOptions): Promise<McpTask> {
     const id = params.context?.batonTaskId;
     if (typeof id !== 'string') throw new Error('a Baton task store makes no tasks of its own: the tool names the Baton task');
-    return toMcpTask(await this.agent.client.getTask(id));
+    const task = await this.agent.client.getTask(id);
+    ownTask(this.agent, task);
+    return toMcpTask(task);
   }
 
   async getTask(taskId: string): Promise<McpTask | null> {
@@ -160,14 +167,10 @@ export class BatonTaskStore implements TaskStore {
     // A host polls while it waits: the thread is read once per change of the task, not once per poll.
     if (!this.server || this.looked.get(task.id) === task.updated_at) return;
     this.looked.set(task.id, task.updated_at);
-    const [question] = await this.agent.client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+    const question = await openQuestion(this.agent, task);
     if (!question || this.asked.has(question.id)) return;
     this.asked.add(question.id);
-    const reply = await this.server.elicitInput({
-      mode: 'form',
-      message: `${task.claimed_by ?? 'The agent'} asks about "${task.title}": ${messageText(question)}`,
-      requestedSchema: { type: 'object', properties: { answer: { type: 'string', title: 'Your answer' } }, required: ['answer'] },
-    }, { relatedTask: { taskId: task.id }, timeout: 7 * 86_400_000 });
+    const reply = await this.server.elicitInput(question.form, { relatedTask: { taskId: task.id }, timeout: 7 * 86_400_000 });
     if (reply.action === 'accept' && typeof reply.content?.answer === 'string') {
       try {
         await this.agent.client.answer(task.id, reply.content.answer);
@@ -188,6 +191,27 @@ export class BatonTaskStore implements TaskStore {
   }
 }
 
+
+/** A question the task waits on, as a form for the person at the host: its message id and the form (both eras ask it so). */
+export interface OpenQuestion {
+  id: string;
+  form: { mode: 'form'; message: string; requestedSchema: { type: 'object'; properties: { answer: { type: 'string'; title: string } }; required: ['answer'] } };
+}
+
+/** The question a task waiting for an answer asks its sender: the last question in its thread. */
+export async function openQuestion(agent: McpAgent, task: Task): Promise<OpenQuestion | undefined> {
+  if (task.status !== 'input_required') return undefined;
+  const [question] = await agent.client.messages({ taskId: task.id, kind: 'question', limit: 1 });
+  if (!question) return undefined;
+  return {
+    id: question.id,
+    form: {
+      mode: 'form',
+      message: `${task.claimed_by ?? 'The agent'} asks about "${task.title}": ${messageText(question)}`,
+      requestedSchema: { type: 'object', properties: { answer: { type: 'string', title: 'Your answer' } }, required: ['answer'] },
+    },
+  };
+}
 
 /**
  * Who waits for a task to change: the SDK's tasks/result sleeps a poll interval between looks, and is

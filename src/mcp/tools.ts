@@ -14,7 +14,7 @@ import { ArtifactGiven, forModel, isTextual, ok, readGiven, logRefusal, reason, 
 import { refusedTask } from './task-calls.js';
 
 /** One MCP tool: its name, what it says, its input schema, and its call. */
-interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
+export interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
   name: string;
   title: string;
   description: string;
@@ -26,6 +26,12 @@ interface Tool<S extends z.ZodRawShape = z.ZodRawShape> {
    * the Baton task to follow (MCP's task is that task). A plain call still answers with `run`.
    */
   task?(args: z.infer<z.ZodObject<S>>): Promise<string>;
+  /**
+   * Whether this call's work outlives the call, where the server decides (MCP 2026-07-28's tasks
+   * extension): the call becomes a task for a host that takes them, and a plain call waits for its end
+   * as wait_for does. Default: never.
+   */
+  follows?(args: z.infer<z.ZodObject<S>>): boolean;
 }
 
 type PlainCall = (args: never, extra?: { _meta?: Record<string, unknown> }) => Promise<CallToolResult>;
@@ -51,28 +57,65 @@ function withClaim(agent: McpAgent, verb: string, act: (id: string, token: strin
   };
 }
 
+/** Every tool, as both eras' servers register it. */
+export function batonTools(agent: McpAgent): Tool[] {
+  return [whoIsAround, handingWorkOn, seeingWork, claimingWork, reportingWork, waiting, sendersWork, messagesAndArtifacts].flatMap((group) => group(agent));
+}
+
+/**
+ * A host that traces says its context in the call's _meta (traceparent, tracestate, in either era): the
+ * tool's requests continue it, and a hand-off records it.
+ */
+export function traced<T>(meta: Record<string, unknown> | undefined, work: () => Promise<T>): Promise<T> {
+  const parent = typeof meta?.traceparent === 'string'
+    ? contextOfTask({ traceparent: meta.traceparent, tracestate: typeof meta.tracestate === 'string' ? meta.tracestate : null })
+    : context.active();
+  return context.with(parent, work);
+}
+
+/**
+ * A tool's plain call, as either era makes it: its answer, or its refusal as a tool error. A call that
+ * follows its task (follow: true), made by a host that takes no tasks, hands off and then waits for the
+ * end as wait_for does.
+ */
+export async function callPlainly(agent: McpAgent, tool: Tool, args: never): Promise<CallToolResult> {
+  try {
+    if (tool.task && tool.follows?.(args)) return await waitForTask(agent, await tool.task(args), DEFAULT_WAIT_SECONDS);
+    return await tool.run(args);
+  } catch (err) {
+    logRefusal(agent.log, err, { tool: tool.name });
+    return refusal(err);
+  }
+}
+
+/** How long a plain wait_for (or a followed hand-off) waits by default: within most hosts' request timeout. */
+export const DEFAULT_WAIT_SECONDS = 50;
+
+/**
+ * Waits for a task to end, up to the timeout: its result and artifacts, or where it stands. `ask` is
+ * told of a question the task waits on, and may end the wait with what it answers (MCP 2026-07-28's
+ * input_required, for the task's sender).
+ */
+export async function waitForTask<R = CallToolResult>(agent: McpAgent, id: string, timeoutSeconds: number, ask?: (task: Task) => Promise<R | undefined>): Promise<CallToolResult | R> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  for (;;) {
+    const now = await agent.client.getTask(id);
+    if (finalStatuses.includes(now.status)) return resultOf(agent, now);
+    if (now.status === 'input_required' && ask) {
+      const asked = await ask(now);
+      if (asked !== undefined) return asked;
+    }
+    if (Date.now() >= deadline) return ok(`Still open: ${taskLine(now)}${now.progress_message ? ` — ${now.progress_message}` : ''}`, { task: forModel(now) });
+    await new Promise((resolve) => setTimeout(resolve, Math.min(TASK_POLL_MS, Math.max(0, deadline - Date.now()))));
+  }
+}
+
+/** The tools on a server of the 2025 eras (SDK 1.x), with MCP tasks as 2025-11-25 has them. */
 export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<string>): void {
-  const groups = [whoIsAround, handingWorkOn, seeingWork, claimingWork, reportingWork, waiting, sendersWork, messagesAndArtifacts];
   const plainCalls = new Map<string, PlainCall>();
-  for (const tool of groups.flatMap((group) => group(agent))) {
+  for (const tool of batonTools(agent)) {
     const config = { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { openWorldHint: false, ...tool.annotations } };
-    // A host that traces says its context in the call's _meta (traceparent, tracestate): the tool's
-    // requests continue it, and a hand-off records it.
-    const traced = <T>(extra: { _meta?: Record<string, unknown> } | undefined, work: () => Promise<T>): Promise<T> => {
-      const meta = extra?._meta ?? {};
-      const parent = typeof meta.traceparent === 'string'
-        ? contextOfTask({ traceparent: meta.traceparent, tracestate: typeof meta.tracestate === 'string' ? meta.tracestate : null })
-        : context.active();
-      return context.with(parent, work);
-    };
-    const plain = async (args: never, extra?: { _meta?: Record<string, unknown> }) => traced(extra, async () => {
-      try {
-        return await tool.run(args);
-      } catch (err) {
-        logRefusal(agent.log, err, { tool: tool.name });
-        return refusal(err);
-      }
-    });
+    const plain = async (args: never, extra?: { _meta?: Record<string, unknown> }) => traced(extra?._meta, () => callPlainly(agent, tool, args));
     if (!tool.task) {
       server.registerTool(tool.name, config, plain as never);
       continue;
@@ -80,10 +123,11 @@ export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<s
     const { task } = tool;
     plainCalls.set(tool.name, plain);
     server.experimental.tasks.registerToolTask(tool.name, { ...config, execution: { taskSupport: 'optional' } }, {
-      createTask: (async (args: never, extra: CreateTaskRequestHandlerExtra) => traced(extra, async () => {
-        let id: string;
+      createTask: (async (args: never, extra: CreateTaskRequestHandlerExtra) => traced(extra._meta, async () => {
+        let made;
         try {
-          id = await task(args);
+          const id = await task(args);
+          made = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl ?? null, pollInterval: TASK_POLL_MS, context: { batonTaskId: id } });
         } catch (err) {
           // The call answers with Baton's refusal (guardTaskCalls), not the SDK's complaint about its answer.
           logRefusal(agent.log, err, { tool: tool.name, asTask: true });
@@ -92,8 +136,8 @@ export function registerTools(server: McpServer, agent: McpAgent, tracked: Set<s
           refusedTask(extra.requestId, { text, error: (refused.structuredContent as { error: { code: string; message: string; hint: string | null } }).error });
           throw new Error(text);
         }
-        tracked.add(id);
-        return { task: await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl ?? null, pollInterval: TASK_POLL_MS, context: { batonTaskId: id } }) };
+        tracked.add(made.taskId);
+        return { task: made };
       })) as never,
       getTask: (async (_args: never, extra: TaskRequestHandlerExtra) => extra.taskStore.getTask(extra.taskId)) as never,
       getTaskResult: (async (_args: never, extra: TaskRequestHandlerExtra) => extra.taskStore.getTaskResult(extra.taskId)) as never,
@@ -214,13 +258,13 @@ function handingWorkOn(agent: McpAgent): Tool[] {
     runAt: args.run_at,
     budget: args.budget,
   });
-  const handoff = async ({ to, capabilities, allow_offline, ...args }: HandoffArgs & { to: string; capabilities?: string[]; allow_offline?: boolean }) => {
+  const handoff = async ({ to, capabilities, allow_offline, follow: _follow, ...args }: HandoffArgs & { to: string; capabilities?: string[]; allow_offline?: boolean; follow?: boolean }) => {
     // Queued for an agent that is offline unless the caller asks for a refusal: the database's default (handoff-words.ts).
     const task = await client.handoff({ ...(await requestOf(args)), to, requiredCapabilities: capabilities, allowOffline: allow_offline });
     const away = await queuedNote(client, task);
     return ok(`Handed to ${to}: ${taskLine(task)} (id ${task.id})${away ? `. ${away}.` : ''}`, { task: forModel(task) });
   };
-  const broadcast = async ({ capabilities, ...args }: HandoffArgs & { capabilities: string[] }) => {
+  const broadcast = async ({ capabilities, follow: _follow, ...args }: HandoffArgs & { capabilities: string[]; follow?: boolean }) => {
     const task = await client.broadcast({ ...(await requestOf(args)), requiredCapabilities: capabilities });
     return ok(`Offered to any agent with ${capabilities.join(', ')}: ${taskLine(task)} (id ${task.id})`, { task: forModel(task) });
   };
@@ -233,17 +277,21 @@ function handingWorkOn(agent: McpAgent): Tool[] {
       + 'set allow_offline to false to be refused instead.',
       input: { to: z.string().min(1).describe('The receiving agent\'s id.'), ...handoffShape,
         capabilities: z.array(z.string()).optional().describe('Capabilities the receiver must hold.'),
-        allow_offline: z.boolean().optional().describe('Queue it if the agent is offline (default true; false: refused with BT011).') },
+        allow_offline: z.boolean().optional().describe('Queue it if the agent is offline (default true; false: refused with BT011).'),
+        follow: z.boolean().optional().describe('Follow it to its end: the call answers with its result (a host that takes MCP tasks follows it as a task; another waits up to 50 s, then follow it with wait_for).'), },
       run: handoff,
       task: madeTask(handoff),
+      follows: (args) => args.follow === true,
     }),
     defineTool({
       name: 'broadcast',
       title: 'Offer a task to any capable agent',
       description: 'Offers a task to whichever online agent holding the capabilities claims it first. Use it when any qualified agent will do.',
-      input: { capabilities: z.array(z.string().min(1)).min(1).describe('Capabilities the taker must hold, e.g. ["review"].'), ...handoffShape },
+      input: { capabilities: z.array(z.string().min(1)).min(1).describe('Capabilities the taker must hold, e.g. ["review"].'), ...handoffShape,
+        follow: z.boolean().optional().describe('Follow it to its end: the call answers with its result (a host that takes MCP tasks follows it as a task; another waits up to 50 s, then follow it with wait_for).'), },
       run: broadcast,
       task: madeTask(broadcast),
+      follows: (args) => args.follow === true,
     }),
   ];
 }
@@ -449,17 +497,10 @@ function waiting(agent: McpAgent): Tool[] {
         timeout_seconds: z.number().int().min(0).max(3600).optional().describe('How long to wait (default 50 s, within most hosts\' request timeout).'),
       },
       annotations: { readOnlyHint: true },
-      run: async ({ task, timeout_seconds }) => {
-        const id = await agent.resolve(task);
-        const deadline = Date.now() + (timeout_seconds ?? 50) * 1000;
-        for (;;) {
-          const now = await client.getTask(id);
-          if (finalStatuses.includes(now.status)) return resultOf(agent, now);
-          if (Date.now() >= deadline) return ok(`Still open: ${taskLine(now)}${now.progress_message ? ` — ${now.progress_message}` : ''}`, { task: forModel(now) });
-          await new Promise((resolve) => setTimeout(resolve, Math.min(TASK_POLL_MS, Math.max(0, deadline - Date.now()))));
-        }
-      },
-      task: async ({ task }) => ownTask(agent, await client.getTask(await agent.resolve(task))),
+      run: async ({ task, timeout_seconds }) => waitForTask(agent, await agent.resolve(task), timeout_seconds ?? DEFAULT_WAIT_SECONDS),
+      // Only a task the agent sent is its MCP task: the task store refuses any other (ownTask).
+      task: async ({ task }) => agent.resolve(task),
+      follows: () => true,
     }),
   ];
 }

@@ -34,25 +34,22 @@ In an MCP host's configuration:
       const config = configOf(command);
       if (opts.http !== undefined) return serveHttp(config, version, opts);
       const client = await agentClient(config);
-      // The MCP SDK and the server load only when the command runs: `baton --help` and the other commands skip them.
-      const [{ StdioServerTransport }, { createBatonMcp }] = await Promise.all([
-        import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../mcp/server.js')]);
+      // The MCP SDKs and the server load only when the command runs: `baton --help` and the other commands skip them.
+      const [{ serveBatonStdio }, { createBatonMcp }] = await Promise.all([import('../../mcp/stdio.js'), import('../../mcp/server.js')]);
       const log = (await import('../../logger.js')).createLogger({ level: processSettings.logLevel('warn'), pretty: false });
       const mcp = createBatonMcp(client, { version, log, push: opts.push, pollSeconds: opts.poll, allowPaths: opts.paths });
-      // The agent is heard from (online, its push joined) before the host's handshake can finish: work
-      // handed to it the moment the host is connected is not refused as handed to an offline agent.
-      await mcp.start();
-      const transport = new StdioServerTransport();
-      await mcp.server.connect(transport);
+      // The agent is heard from (online, its push joined) before the host's first request is answered
+      // (a 2026 host's server/discover probe aside): work handed to it the moment the host is connected
+      // is not refused as handed to an offline agent.
+      const served = await serveBatonStdio(mcp, log);
       log.info({ agent: client.agentId }, 'serving MCP over stdio');
       // The host ends the session by closing stdin (or with a signal).
       await new Promise<void>((resolve) => {
-        process.stdin.once('end', resolve);
-        process.stdin.once('close', resolve);
+        void served.closed.then(resolve);
         process.once('SIGTERM', resolve);
         process.once('SIGINT', resolve);
       });
-      await mcp.stop();
+      await served.stop();
       exitWhenDone();
     });
 }
