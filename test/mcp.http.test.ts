@@ -5,12 +5,15 @@
  * RFC 9728): its metadata at /.well-known/oauth-protected-resource; 401 with WWW-Authenticate naming
  * it for no token, a token that is no JWT, a revoked one and an expired one; a token in the URL
  * refused; a session answering to no other token. A hand-off made as an MCP task outlives its request
- * and its session: a new session follows it to its end.
+ * and its session: a new session follows it to its end. The same endpoint serves MCP 2026-07-28 to the
+ * SDK's 2.x client (stateless, no session, the agent from the token on every request) and the tasks
+ * extension's methods, with their routing headers, to a host that writes them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client as ModernClient, SdkHttpError, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliPath } from './cli.js';
 import { eventually } from './daemon-helpers.js';
@@ -133,5 +136,51 @@ describe('baton mcp over Streamable HTTP', () => {
     await eventually(async () => (await second.client.experimental.tasks.getTask(taskId)).status === 'completed', 30_000, 'the task seen done by the new session');
     const result = await second.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
     expect(JSON.stringify(result)).toContain('followed');
+  }, 60_000);
+
+  it('serves MCP 2026-07-28 on the same endpoint: stateless, the agent of each request\'s token, the tasks extension across requests', async () => {
+    const [lead, worker] = await Promise.all([newAgent('http-modern-lead'), newAgent('http-modern-worker')]);
+    const client = new ModernClient({ name: 'baton-http-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new ModernTransport(new URL(endpoint), { requestInit: { headers: { Authorization: `Bearer ${lead.token}` } } }));
+    clients.push(client as unknown as Client);
+    expect(client.getProtocolEra()).toBe('modern');
+    expect(client.getServerCapabilities()?.extensions).toMatchObject({ 'io.modelcontextprotocol/tasks': {} });
+    expect(text(await client.callTool({ name: 'status', arguments: {} }))).toContain(lead.id);
+
+    // A wrong token and an expired one: 401 before anything is served, as in the 2025 eras.
+    for (const token of ['not-a-token', await admin.issueToken(lead.id, new Date(Date.now() - 60_000))]) {
+      const refused = new ModernClient({ name: 'baton-http-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      const err = await refused.connect(new ModernTransport(new URL(endpoint), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(SdkHttpError);
+      expect((err as SdkHttpError).status).toBe(401);
+    }
+
+    // The extension's methods, with the headers 2026-07-28 asks (Mcp-Method, and Mcp-Name: the task's id).
+    const call = async (method: string, params: Record<string, unknown>, name?: string) => {
+      const answer = await fetch(endpoint, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${lead.token}`,
+          'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientInfo': { name: 'wire-host', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+        } } }),
+      });
+      expect(answer.status, await answer.clone().text()).toBe(200);
+      const body = answer.headers.get('content-type')?.includes('text/event-stream')
+        ? JSON.parse(/^data: (.*)$/m.exec(await answer.text())![1]!)
+        : await answer.json();
+      return body.result as Record<string, unknown>;
+    };
+    const created = await call('tools/call', { name: 'handoff', arguments: { to: worker.id, title: 'followed over HTTP', follow: true } }, 'handoff');
+    expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+    const taskId = String(created.taskId);
+    const held = await worker.client.claim(taskId, { start: true });
+    await worker.client.complete(taskId, held.claim_token!, { status: 'success', summary: 'done over HTTP' });
+    const done = await call('tasks/get', { taskId }, taskId);
+    expect(done).toMatchObject({ status: 'completed', result: { content: [expect.objectContaining({ text: expect.stringContaining('done over HTTP') })] } });
   }, 60_000);
 });

@@ -13,6 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client as ModernClient } from '@modelcontextprotocol/client';
+import { StdioClientTransport as ModernStdioTransport } from '@modelcontextprotocol/client/stdio';
 import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatonClient } from '../src/client/agent.js';
@@ -200,15 +202,18 @@ describe('one trace across a chain of agents', () => {
     expect(step3.traceparent).toBe(step2.traceparent);
   });
 
-  it('continues an MCP host\'s trace: a hand-off by tool call records the context the call carried', async () => {
+  it.each(['2025-11-25', '2026-07-28'] as const)('continues an MCP host\'s trace (%s): a hand-off by tool call records the context the call carried', async (era) => {
     const [host, worker] = await Promise.all([newAgent('mcp-host'), newAgent('mcp-worker')]);
-    const transport = new StdioClientTransport({
+    const spawned = {
       command: process.execPath, args: [cliPath, 'mcp', '--no-push'],
       env: { PATH: process.env.PATH ?? '', SUPABASE_URL: stack.SUPABASE_URL, ...agentKeyEnv(stack), BATON_AGENT_TOKEN: host.token, LOG_LEVEL: 'warn', ...tracingEnv(host.id) },
-      stderr: 'pipe',
-    });
-    const client = new Client({ name: 'traced-host', version: '1.0.0' });
-    await client.connect(transport);
+      stderr: 'pipe' as const,
+    };
+    // The 2025 eras' client, or the 2.x line's pinned to 2026-07-28 (traceparent beside the envelope in _meta).
+    const client = era === '2025-11-25'
+      ? new Client({ name: 'traced-host', version: '1.0.0' })
+      : new ModernClient({ name: 'traced-host', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect((era === '2025-11-25' ? new StdioClientTransport(spawned) : new ModernStdioTransport(spawned)) as never);
     try {
       const traceId = crypto.randomBytes(16).toString('hex');
       const spanId = crypto.randomBytes(8).toString('hex');

@@ -9,10 +9,18 @@
  * never from the URL; a session is bound to the token that opened it. Baton's tokens are issued by the
  * operator (`baton agent create`), not by an OAuth authorization server, so the metadata names none.
  * Artifacts given as paths are refused: they would be this machine's files, read for a caller elsewhere.
+ *
+ * Both eras on one endpoint, as the SDK routes them (`isLegacyRequest`): a 2025 host's `initialize` opens
+ * a session (the 1.x line's transport, with 2025-11-25's tasks); a 2026-07-28 request, stateless,
+ * carrying its protocol version in `_meta`, is served by the 2.x line's handler from a server of the
+ * token's agent made for that request (modern.ts). The agent behind a token is kept while it is heard
+ * from (it says it is alive, as a session does), and let go after the same idle time.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { Readable } from 'node:stream';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { decodeJwt } from 'jose';
 import { createBatonClient, type BatonClient } from '../client/agent.js';
@@ -50,6 +58,13 @@ interface Session {
   heardAt: number;
 }
 
+/** The agent behind a token, for its stateless 2026-07-28 requests. */
+interface Stateless {
+  mcp: BatonMcp;
+  heardAt: number;
+}
+
+
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** Serves MCP at /mcp until closed. */
@@ -57,6 +72,12 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
   const log = options.log ?? silentLogger;
   const host = options.host ?? '127.0.0.1';
   const sessions = new Map<string, Session>();
+  const agents = new Map<string, Stateless>();
+  const modern = createMcpHandler((ctx) => {
+    const known = agents.get(ctx.authInfo?.token ?? '');
+    if (!known) throw new Error('a 2026-07-28 request reached the handler without its agent');
+    return known.mcp.modern();
+  }, { legacy: 'reject', onerror: (err) => log.debug({ err }, 'a 2026-07-28 request over HTTP was refused') });
   const idleMs = (options.idleMinutes ?? 30) * 60_000;
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   let base = '';
@@ -88,6 +109,22 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
     }
     const body = req.method === 'POST' ? await readJson(req, maxBody).catch((err: Error) => err) : undefined;
     if (body instanceof Error) return refuse(res, 400, 'invalid_request', body.message);
+    if (req.method === 'POST' && sessionId === undefined && !(await isLegacyRequest(webRequest(req, base, body), body))) {
+      let known = agents.get(token);
+      if (!known) {
+        const opened = await openAgent(options, token);
+        if (typeof opened === 'string') return refuse(res, 401, 'invalid_token', opened, 'Use a live agent token: baton agent create <id>, or baton agent token <id> for a new one.');
+        // Two first requests at once: the later keeps the agent the earlier made.
+        known = agents.get(token) ?? { mcp: opened, heardAt: Date.now() };
+        if (known.mcp !== opened) void opened.stop().catch(() => undefined);
+        agents.set(token, known);
+        const meta = (body as { params?: { _meta?: Record<string, unknown> } } | undefined)?.params?._meta ?? {};
+        log.info({ agent: known.mcp.agentId, host: meta['io.modelcontextprotocol/clientInfo'], protocol: meta['io.modelcontextprotocol/protocolVersion'], capabilities: meta['io.modelcontextprotocol/clientCapabilities'] }, 'host connected');
+      }
+      known.heardAt = Date.now();
+      const answer = await modern.fetch(webRequest(req, base, body), { authInfo: { token, clientId: known.mcp.agentId, scopes: [] }, parsedBody: body });
+      return send(res, answer);
+    }
     if (!session) {
       const initializing = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
       if (!initializing) return refuse(res, 400, 'invalid_request', 'no session: a request without Mcp-Session-Id must be initialize', 'Initialize first, then send the session id it returns.');
@@ -113,7 +150,14 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
   const { port } = server.address() as { port: number };
   base = (options.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
 
-  const sweep = setInterval(() => closeIdle(sessions, idleMs, log), Math.min(idleMs, 60_000));
+  const sweep = setInterval(() => {
+    closeIdle(sessions, idleMs, log);
+    for (const [token, known] of agents) {
+      if (Date.now() - known.heardAt < idleMs) continue;
+      agents.delete(token);
+      void known.mcp.stop().catch((err: unknown) => log.warn({ err }, 'could not stop an idle agent'));
+    }
+  }, Math.min(idleMs, 60_000));
   sweep.unref();
 
   return {
@@ -121,7 +165,10 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
     sessions: () => sessions.size,
     async close() {
       clearInterval(sweep);
+      await modern.close();
       await Promise.all([...sessions.values()].map((s) => s.transport.close()));
+      await Promise.all([...agents.values()].map((a) => a.mcp.stop().catch(() => undefined)));
+      agents.clear();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -146,8 +193,8 @@ function refuseRequest(base: string, res: http.ServerResponse, status: number, e
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: description, data: { error, hint } }, id: null }));
 }
 
-/** A session for this token, or why the token is refused; it joins `sessions` once the transport names it. */
-async function openSession(options: McpHttpOptions, log: Logger, sessions: Map<string, Session>, token: string): Promise<Session | string> {
+/** The agent of this token, started (alive, listening), or why the database refuses the token. */
+async function openAgent(options: McpHttpOptions, token: string): Promise<BatonMcp | string> {
   let client: BatonClient;
   try {
     client = createBatonClient({ ...options.project, token });
@@ -163,12 +210,19 @@ async function openSession(options: McpHttpOptions, log: Logger, sessions: Map<s
     if (err instanceof UnauthorizedError) return err.message;
     throw err;
   }
+  return mcp;
+}
+
+/** A session for this token, or why the token is refused; it joins `sessions` once the transport names it. */
+async function openSession(options: McpHttpOptions, log: Logger, sessions: Map<string, Session>, token: string): Promise<Session | string> {
+  const mcp = await openAgent(options, token);
+  if (typeof mcp === 'string') return mcp;
   let session!: Session;
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: randomUUID,
     onsessioninitialized: (id) => {
       sessions.set(id, session);
-      log.info({ agent: client.agentId, session: id }, 'MCP session opened over HTTP');
+      log.info({ agent: mcp.agentId, session: id }, 'MCP session opened over HTTP');
     },
   });
   session = { token, transport, mcp, heardAt: Date.now() };
@@ -197,6 +251,24 @@ function expiredSince(token: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The request as the web's Request, its body the JSON already read, for the SDK's routing and its 2026-07-28 handler. */
+function webRequest(req: http.IncomingMessage, base: string, body: unknown): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return new Request(new URL(req.url ?? '/mcp', base), { method: req.method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+}
+
+/** The handler's answer, streamed as it comes (a response may be an event stream). */
+async function send(res: http.ServerResponse, answer: Response): Promise<void> {
+  res.writeHead(answer.status, Object.fromEntries(answer.headers));
+  if (!answer.body) return void res.end();
+  await new Promise<void>((resolve, reject) => {
+    Readable.fromWeb(answer.body as never).on('error', reject).pipe(res).on('finish', resolve).on('error', reject);
+  });
 }
 
 async function readJson(req: http.IncomingMessage, limit: number): Promise<unknown> {

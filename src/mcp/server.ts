@@ -36,6 +36,8 @@ export interface McpOptions {
 }
 
 export interface BatonMcp {
+  /** The agent it acts as. */
+  agentId: string;
   /** The 2025 eras' server (SDK 1.x, with 2025-11-25's tasks). */
   server: McpServer;
   /** A 2026-07-28 server acting as the same agent (SDK 2.x): one per stdio connection, or per HTTP request. */
@@ -94,6 +96,7 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   };
 
   return {
+    agentId: client.agentId,
     server,
     modern: () => createModernMcp(agent, { version: options.version, instructions: instructionsFor(client.agentId) }),
     async start() {
