@@ -7,6 +7,7 @@
  *
  * The page's agent ids (`lead`, `reviewer`) are made unique per test, as every id in the suite is.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain JS script
 import { ensureCodingAgents } from '../scripts/coding-agents-runtime.mjs';
 import { cliPath } from './cli.js';
-import { daemon } from './daemon-helpers.js';
+import { daemon, eventually } from './daemon-helpers.js';
 import { newAgent, stack, uniqueId } from './helpers.js';
 import { agentKeyEnv, operatorEnv } from './keys-mode.js';
 import { startModelServer, type ModelServer, type Reply, type Turn } from './model-server.js';
@@ -83,6 +84,11 @@ function script(turn: Turn): Reply {
   if (!called.length) return { tool: handoff, input: { to, title: 'Review hello.py', description: 'Does it print hello?' } };
   const task = /\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/.exec(turn.entries.filter((e) => e.role === 'tool').map((e) => e.text).join('\n'))?.[1];
   if (!task) return { text: `the hand-off said: ${last}` };
+  // Claude Code in a terminal follows wait_for as an MCP task (2026-07-28's extension) in the background,
+  // and tells the model its end in a task notification, with the result.
+  const told = turn.entries.at(-1)?.role === 'user' ? /<task-notification>[\s\S]*<status>completed<\/status>[\s\S]*"summary":"([^"]*)"/.exec(turn.entries.at(-1)!.text) : null;
+  if (told) return { text: `The reviewer said: ${told[1]}` };
+  if (/started server-side task/.test(last)) return { text: 'The reviewer has it; I will say what it said when the task ends.' };
   if (called.length === 1 || /Still open/.test(last)) return { tool: waitFor, input: { task, timeout_seconds: 30 } };
   // The result as the host gives it back: the tool's text, or (Claude Code) its structured content.
   const summary = /"summary":"([^"]*)"/.exec(last)?.[1] ?? /completed: [^\n\\]*(?:\\n|\n)([^\n\\<]*)/.exec(last)?.[1];
@@ -169,7 +175,7 @@ describe('docs/mcp.md: baton mcp in the coding agents', () => {
     expect(row, `docs/mcp.md's table has no row for ${JSON.stringify(met[0].host)}`).toBeTruthy();
     expect(row![1]).toBe(met[0].protocol);
     // MCP tasks: 2025-11-25's capability, or 2026-07-28's extension, declared by the host.
-    expect(row![3]).toBe(met[0].capabilities.tasks || met[0].capabilities.extensions?.['io.modelcontextprotocol/tasks'] ? 'yes' : 'no');
+    expect(row![3]).toMatch(met[0].capabilities.tasks || met[0].capabilities.extensions?.['io.modelcontextprotocol/tasks'] ? /^yes/ : /^no/);
     expect(row![4] === 'no').toBe(!met[0].capabilities.elicitation);
     const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
     expect(done.map((t) => t.from_agent)).toEqual([lead]);
@@ -257,5 +263,52 @@ describe('docs/mcp.md: baton mcp over HTTP in Claude Code and Codex', () => {
     // What the host said of itself when it connected, for docs/mcp.md's paragraph.
     const met = said().split('\n').filter((l) => l.includes('host connected')).map((l) => JSON.parse(l));
     expect(met.map((m) => m.protocol)).toContain(host === 'claude' ? '2026-07-28' : '2025-06-18');
+  }, 240_000);
+});
+
+describe('docs/mcp.md: Claude Code in a person\'s terminal follows a hand-off as an MCP task', () => {
+  it('declares the 2026-07-28 tasks extension, takes wait_for as a background task, and is told its result when it ends', async () => {
+    const lead = uniqueId('lead');
+    const reviewer = await newAgent('reviewer');
+    // Long enough that the wait outlives the call: the host follows the task, not the model.
+    await daemon(reviewer, { executors: { '*': async () => { await new Promise((resolve) => setTimeout(resolve, 5000)); return 'hello.py prints hello, as it should'; } } });
+    const { home, operator, person } = machine('claude-terminal');
+    const ids = (block: string) => block.replace(/\blead\b/g, lead).replace(/\breviewer\b/g, reviewer.id);
+    expect((await runBlock(ids(blocks[0]!), operator, home)).code).toBe(0);
+    // The page's `claude mcp add`, then the person's first run of it, its first-run questions answered
+    // as a person answers them once (theme, this folder trusted, the key theirs).
+    const added = await runBlock(ids(blocks[1]!).split('\n')[0]!, person, home);
+    expect(added.code, added.out).toBe(0);
+    const settings = path.join(home, '.claude.json');
+    fs.writeFileSync(settings, JSON.stringify({
+      ...JSON.parse(fs.readFileSync(settings, 'utf8')), hasCompletedOnboarding: true, theme: 'dark',
+      customApiKeyResponses: { approved: ['sk-scripted'], rejected: [] }, projects: { [home]: { hasTrustDialogAccepted: true } },
+    }));
+    const log = path.join(home, 'baton.log');
+    const said = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '');
+    const session = `baton-${lead}`;
+    const tmux = (...args: string[]) => execFileSync('tmux', args).toString();
+    const env = Object.entries(person).map(([k, v]) => `${k}=${JSON.stringify(String(v))}`).join(' ');
+    tmux('new-session', '-d', '-s', session, '-x', '200', '-y', '50', '-c', home, `env ${env} claude --allowedTools mcp__baton`);
+    try {
+      // Typed once Baton's server is up in the session, as a person types it.
+      await eventually(async () => said().includes('push is up'), 60_000, 'baton mcp connected in the session');
+      await eventually(async () => tmux('capture-pane', '-p', '-t', session).includes('❯'), 30_000, 'the prompt');
+      const prompt = `Hand the review of hello.py to ${reviewer.id}, wait for it, and tell me what it said`;
+      tmux('send-keys', '-t', session, '-l', prompt);
+      await eventually(async () => tmux('capture-pane', '-p', '-t', session).includes(prompt), 30_000, 'the prompt typed');
+      tmux('send-keys', '-t', session, 'Enter');
+      await eventually(async () => tmux('capture-pane', '-p', '-t', session).includes('The reviewer said: hello.py prints hello, as it should'), 120_000, 'the result told in the session');
+      // wait_for answered with a task, which Claude Code followed (tasks/get) to its end.
+      expect(tmux('capture-pane', '-p', '-t', session)).toMatch(/MCP task [0-9a-f-]{36} \(baton\/wait_for\) completed/);
+      expect(server.turns.some((t) => t.entries.some((e) => e.role === 'tool' && /started server-side task/.test(e.text)))).toBe(true);
+    } finally {
+      if (process.env.BATON_HOSTS_DEBUG) console.log(tmux('capture-pane', '-p', '-t', session));
+      tmux('kill-session', '-t', session);
+    }
+    const met = said().split('\n').filter((l) => l.includes('host connected')).map((l) => JSON.parse(l));
+    expect(met[0]).toMatchObject({ protocol: '2026-07-28', host: { title: 'Claude Code' }, capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+    const done = await reviewer.client.listTasks({ box: 'mine', status: ['completed'] });
+    expect(done.map((t) => t.from_agent)).toEqual([lead]);
   }, 240_000);
 });
