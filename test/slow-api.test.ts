@@ -2,7 +2,9 @@
  * An API that is slow, not away: the daemon's claims get no answer within their deadline while its
  * heartbeats are answered (a busy database, a saturated machine). It says once that the API is slow,
  * declares no outage (so nothing that follows an outage's end runs: push listened to again, every
- * wake-up rung), polls less often meanwhile, and claims work as soon as the API answers in time.
+ * wake-up rung), polls less often meanwhile, and claims work as soon as the API answers in time. A
+ * daemon that starts into a slow API (a fleet starting at once) tries its start again, spaced out,
+ * instead of giving up.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,15 +12,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { daemon, eventually } from './daemon-helpers.js';
 import { newAgent, stack } from './helpers.js';
 
-/** An HTTP proxy to the API that, while `slow` is set, holds each claim 6 s before passing it on. */
+/**
+ * An HTTP proxy to the API that, while `slow` is set, holds each claim 6 s before passing it on, and
+ * holds the first `startsHeld` starts of a process (begin_incarnation) 6 s.
+ */
 async function slowProxy() {
   const upstream = new URL(stack.SUPABASE_URL);
-  const state = { slow: false, held: 0 };
+  const state = { slow: false, held: 0, startsHeld: 0, starts: 0 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const hold = state.slow && req.url?.includes('/rpc/claim_next_tasks') ? 6000 : 0;
+      const starting = req.url?.includes('/rpc/begin_incarnation') && state.starts++ < state.startsHeld;
+      const hold = (state.slow && req.url?.includes('/rpc/claim_next_tasks')) || starting ? 6000 : 0;
       if (hold) state.held += 1;
       setTimeout(() => {
         const out = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
@@ -63,6 +69,22 @@ describe('an API that is slow, not away', { timeout: 120_000 }, () => {
     expect(said).toHaveLength(1);
     expect(said[0]).toMatchObject({ level: 40 });
     expect(lines.filter((l) => /is away|the API answers again/.test(String(l.msg)))).toEqual([]);
+    expect(lines.filter((l) => Number(l.level) >= 50)).toEqual([]);
+  });
+
+  it('starts into a slow API: says so once, tries its start again spaced out, and then works', async () => {
+    const sender = await newAgent('sender');
+    const worker = await newAgent('slow-starter');
+    proxy = await slowProxy();
+    proxy.state.startsHeld = 2;
+    const { lines } = await daemon(worker, { url: proxy.url, push: false, executors: { '*': async () => ({ status: 'success', summary: 'done' }) } });
+    // Started: the first two starts got no answer within their deadline, the third did.
+    expect(proxy.state.starts).toBe(3);
+    const said = lines.filter((l) => String(l.msg).includes('as this daemon starts'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatchObject({ level: 40 });
+    const task = await sender.client.handoff({ to: worker.id, title: 'after a slow start' });
+    await eventually(async () => (await sender.client.getTask(task.id)).status === 'completed', 90_000, 'the task completed');
     expect(lines.filter((l) => Number(l.level) >= 50)).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { BatonClient, createBatonClient } from '../client/agent.js';
 import { ConfigError } from '../config.js';
-import { isUnavailable, SupersededError } from '../errors.js';
+import { isLate, isUnavailable, SupersededError, TransientError } from '../errors.js';
 import { silentLogger } from '../logger.js';
 import type { AgentPresence, Task } from '../schemas.js';
 import { agentDefaults, checkSchedule, schedulePeriodSeconds, type AgentOptions } from './options.js';
@@ -199,12 +199,13 @@ export class BatonAgent {
     this.starting = true;
     if (this.options.metricsPort !== undefined) await this.serveMetrics(this.options.metricsPort);
     try {
-      await untraced(async () => {
+      await this.throughSlowStart(() => untraced(async () => {
         await this.register();
         // What it handed back may be claimed after one of the agent's wake-ups: the loop wakes for it then.
         const claimableAt = await this.upkeep.begin();
         if (claimableAt) this.bell.ringAt('work', Date.parse(claimableAt) + 50);
-      });
+      }));
+      if (this.stopping) return;
       await this.beat();
       if (this.stopping) return;
       this.upkeep.spreadFirstSweep();
@@ -587,6 +588,30 @@ export class BatonAgent {
    * A poll found work (`found`: the polls keep their rhythm again), or found nothing while push was
    * down, or the API was too slow to answer it: the next poll waits spacedPollMs.
    */
+  /**
+   * The start's first calls, again after a spaced, growing pause (spacedPollMs) while the API answers
+   * late or says its database is away: a fleet started at once (a deploy, every machine back from a
+   * blip) meets a busy API, and a daemon that gave up there would be restarted by its supervisor into
+   * the same crowd. Said once. An API never reached (refused, no such host) or a refusal (a revoked
+   * token) still ends the start at once, with what to fix.
+   */
+  private async throughSlowStart(start: () => Promise<void>): Promise<void> {
+    for (let tries = 0; ; tries++) {
+      try {
+        return await start();
+      } catch (err) {
+        if (this.stopping || !(isLate(err) || err instanceof TransientError)) throw err;
+        if (tries === 0) this.log.warn({ err }, 'the API is slow or its database away as this daemon starts (a fleet starting at once?); trying again, spaced out');
+        const pause = spacedPollMs(tries);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pause);
+          void this.stopped.then(() => { clearTimeout(timer); resolve(); });
+        });
+        if (this.stopping) return;
+      }
+    }
+  }
+
   private spacePolls(found: boolean): void {
     this.claims.idlePolls = found ? 0 : this.claims.idlePolls + 1;
     this.claims.idleUntil = found ? 0 : Date.now() + spacedPollMs(this.claims.idlePolls);
