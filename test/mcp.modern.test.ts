@@ -130,6 +130,17 @@ describe('baton mcp in MCP 2026-07-28', () => {
     expect(answer).toMatchObject({ from_agent: lead.id, body: { text: 'green' } });
   });
 
+  it('asks a followed hand-off\'s question as input_required, and its retry hands off no second time', async () => {
+    const lead = await newAgent('mcpm-once');
+    const worker = await newAgent('mcpm-asks-once');
+    await daemon(worker, { executors: { '*': async (_task, ctx) => `went with ${await ctx.ask('Tabs or spaces?')}` } });
+    const { client, questions } = await sdkHost(lead, 'tabs');
+    const done = await client.callTool({ name: 'handoff', arguments: { to: worker.id, title: 'Format it', follow: true } });
+    expect(questions).toEqual([expect.stringContaining('Tabs or spaces?')]);
+    expect(JSON.stringify(done.content)).toContain('went with tabs');
+    expect((await lead.client.listTasks({ box: 'sent' })).map((t) => t.title)).toEqual(['Format it']);
+  });
+
   it('follows a hand-off as a task of the extension: get, a question through tasks/update, the result', async () => {
     const lead = await newAgent('mcpm-follower');
     const worker = await newAgent('mcpm-painter');

@@ -117,8 +117,8 @@ async function call(agent: McpAgent, tool: Tool, args: never, ctx: ServerContext
   // The envelope: the reserved _meta keys (protocol version, client capabilities), which the SDK lifts out of _meta.
   const meta = ctx.mcpReq.envelope as Meta;
   try {
-    const state = ctx.mcpReq.requestState<{ task?: unknown }>();
-    const followed = typeof state?.task === 'string' ? state.task : await tool.task(args);
+    const state = followedBefore(ctx.mcpReq.requestState<unknown>());
+    const followed = state ?? await tool.task(args);
     const task = await agent.client.getTask(followed);
     const mine = task.from_agent === agent.client.agentId;
     if (mine && takesTasks(meta) && !state && !finalStatuses.includes(task.status)) {
@@ -132,6 +132,20 @@ async function call(agent: McpAgent, tool: Tool, args: never, ctx: ServerContext
     logRefusal(agent.log, err, { tool: tool.name });
     return refusal(err);
   }
+}
+
+/** The task an earlier round of this call followed, from the requestState it gave (echoed as a string, unverified: the agent's token still decides what it may see). */
+function followedBefore(state: unknown): string | undefined {
+  let value = state;
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+  }
+  const task = (value as { task?: unknown } | null)?.task;
+  return typeof task === 'string' ? task : undefined;
 }
 
 /**
