@@ -585,10 +585,6 @@ export class BatonAgent {
   }
 
   /**
-   * A poll found work (`found`: the polls keep their rhythm again), or found nothing while push was
-   * down, or the API was too slow to answer it: the next poll waits spacedPollMs.
-   */
-  /**
    * The start's first calls, again after a spaced, growing pause (spacedPollMs) while the API answers
    * late or says its database is away: a fleet started at once (a deploy, every machine back from a
    * blip) meets a busy API, and a daemon that gave up there would be restarted by its supervisor into
@@ -612,6 +608,10 @@ export class BatonAgent {
     }
   }
 
+  /**
+   * A poll found work (`found`: the polls keep their rhythm again), or found nothing while push was
+   * down, or the API was too slow to answer it: the next poll waits spacedPollMs.
+   */
   private spacePolls(found: boolean): void {
     this.claims.idlePolls = found ? 0 : this.claims.idlePolls + 1;
     this.claims.idleUntil = found ? 0 : Date.now() + spacedPollMs(this.claims.idlePolls);

@@ -27,7 +27,7 @@ import { finalStatuses, type Task } from '../schemas.js';
 import { registerReadables } from './resources.js';
 import { logRefusal, refusal, type McpAgent } from './shared.js';
 import { openQuestion, resultOf, statusLine, TASK_POLL_MS } from './tasks.js';
-import { batonTools, callPlainly, DEFAULT_WAIT_SECONDS, traced, waitForTask, type Tool } from './tools.js';
+import { batonTools, callPlainly, traced, waitForTask, waitSecondsOf, type Tool } from './tools.js';
 
 export const MODERN_PROTOCOL = '2026-07-28';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -125,9 +125,8 @@ async function call(agent: McpAgent, tool: Tool, args: never, ctx: ServerContext
       return { resultType: 'task', ...handleOf(agent, task) } as never;
     }
     if (mine) await takeAnswers(agent, task, ctx.mcpReq.inputResponses);
-    const seconds = (args as { timeout_seconds?: number }).timeout_seconds ?? DEFAULT_WAIT_SECONDS;
     const ask = mine && elicits(meta) ? asker(agent, ctx.mcpReq.inputResponses) : undefined;
-    return await waitForTask<InputRequiredResult>(agent, task.id, seconds, ask);
+    return await waitForTask<InputRequiredResult>(agent, task.id, waitSecondsOf(args), ask);
   } catch (err) {
     logRefusal(agent.log, err, { tool: tool.name });
     return refusal(err);

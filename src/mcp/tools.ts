@@ -80,7 +80,7 @@ export function traced<T>(meta: Record<string, unknown> | undefined, work: () =>
  */
 export async function callPlainly(agent: McpAgent, tool: Tool, args: never): Promise<CallToolResult> {
   try {
-    if (tool.task && tool.follows?.(args)) return await waitForTask(agent, await tool.task(args), DEFAULT_WAIT_SECONDS);
+    if (tool.task && tool.follows?.(args)) return await waitForTask(agent, await tool.task(args), waitSecondsOf(args));
     return await tool.run(args);
   } catch (err) {
     logRefusal(agent.log, err, { tool: tool.name });
@@ -90,6 +90,9 @@ export async function callPlainly(agent: McpAgent, tool: Tool, args: never): Pro
 
 /** How long a plain wait_for (or a followed hand-off) waits by default: within most hosts' request timeout. */
 export const DEFAULT_WAIT_SECONDS = 50;
+
+/** How long a call that follows its task waits: wait_for's timeout_seconds, else the default. */
+export const waitSecondsOf = (args: unknown): number => (args as { timeout_seconds?: number }).timeout_seconds ?? DEFAULT_WAIT_SECONDS;
 
 /**
  * Waits for a task to end, up to the timeout: its result and artifacts, or where it stands. `ask` is
@@ -497,7 +500,7 @@ function waiting(agent: McpAgent): Tool[] {
         timeout_seconds: z.number().int().min(0).max(3600).optional().describe('How long to wait (default 50 s, within most hosts\' request timeout).'),
       },
       annotations: { readOnlyHint: true },
-      run: async ({ task, timeout_seconds }) => waitForTask(agent, await agent.resolve(task), timeout_seconds ?? DEFAULT_WAIT_SECONDS),
+      run: async (args) => waitForTask(agent, await agent.resolve(args.task), waitSecondsOf(args)),
       // Only a task the agent sent is its MCP task: the task store refuses any other (ownTask).
       task: async ({ task }) => agent.resolve(task),
       follows: () => true,
