@@ -116,6 +116,22 @@ describe('baton mcp in MCP 2026-07-28', () => {
     expect(JSON.stringify(refused.content)).toMatch(/BT\d{3}/);
   });
 
+  it('tells a host listening on subscriptions/listen that its inbox changed, when work is pushed to it', async () => {
+    const lead = await newAgent('mcpm-listener');
+    const sender = await newAgent('mcpm-sender');
+    const { client } = await sdkHost(lead);
+    expect(client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
+    const updated: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', async (n) => { updated.push(String(n.params.uri)); });
+    const subscription = await client.listen({ resourceSubscriptions: ['baton://inbox'] });
+    expect(subscription.honoredFilter).toMatchObject({ resourceSubscriptions: ['baton://inbox'] });
+    await sender.client.handoff({ to: lead.id, title: 'for the listener' });
+    await eventually(async () => updated.includes('baton://inbox'), 30_000, 'notifications/resources/updated for the inbox');
+    const { contents } = await client.readResource({ uri: 'baton://inbox' });
+    expect(String((contents[0] as { text: string }).text)).toContain('for the listener');
+    await subscription.close();
+  });
+
   it('puts a worker\'s question to the person as input_required while wait_for waits, and takes the answer from the retry', async () => {
     const lead = await newAgent('mcpm-asker');
     const worker = await newAgent('mcpm-asked');

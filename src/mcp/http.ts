@@ -72,12 +72,7 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
   const log = options.log ?? silentLogger;
   const host = options.host ?? '127.0.0.1';
   const sessions = new Map<string, Session>();
-  const agents = new Map<string, Stateless>();
-  const modern = createMcpHandler((ctx) => {
-    const known = agents.get(ctx.authInfo?.token ?? '');
-    if (!known) throw new Error('a 2026-07-28 request reached the handler without its agent');
-    return known.mcp.modern();
-  }, { legacy: 'reject', onerror: (err) => log.debug({ err }, 'a 2026-07-28 request over HTTP was refused') });
+  const stateless = statelessRequests(options, log);
   const idleMs = (options.idleMinutes ?? 30) * 60_000;
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   let base = '';
@@ -110,20 +105,7 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
     const body = req.method === 'POST' ? await readJson(req, maxBody).catch((err: Error) => err) : undefined;
     if (body instanceof Error) return refuse(res, 400, 'invalid_request', body.message);
     if (req.method === 'POST' && sessionId === undefined && !(await isLegacyRequest(webRequest(req, base, body), body))) {
-      let known = agents.get(token);
-      if (!known) {
-        const opened = await openAgent(options, token);
-        if (typeof opened === 'string') return refuse(res, 401, 'invalid_token', opened, 'Use a live agent token: baton agent create <id>, or baton agent token <id> for a new one.');
-        // Two first requests at once: the later keeps the agent the earlier made.
-        known = agents.get(token) ?? { mcp: opened, heardAt: Date.now() };
-        if (known.mcp !== opened) void opened.stop().catch(() => undefined);
-        agents.set(token, known);
-        const meta = (body as { params?: { _meta?: Record<string, unknown> } } | undefined)?.params?._meta ?? {};
-        log.info({ agent: known.mcp.agentId, host: meta['io.modelcontextprotocol/clientInfo'], protocol: meta['io.modelcontextprotocol/protocolVersion'], capabilities: meta['io.modelcontextprotocol/clientCapabilities'] }, 'host connected');
-      }
-      known.heardAt = Date.now();
-      const answer = await modern.fetch(webRequest(req, base, body), { authInfo: { token, clientId: known.mcp.agentId, scopes: [] }, parsedBody: body });
-      return send(res, answer);
+      return stateless.serve(webRequest(req, base, body), body, token, res, refuse);
     }
     if (!session) {
       const initializing = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
@@ -150,14 +132,7 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
   const { port } = server.address() as { port: number };
   base = (options.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
 
-  const sweep = setInterval(() => {
-    closeIdle(sessions, idleMs, log);
-    for (const [token, known] of agents) {
-      if (Date.now() - known.heardAt < idleMs) continue;
-      agents.delete(token);
-      void known.mcp.stop().catch((err: unknown) => log.warn({ err }, 'could not stop an idle agent'));
-    }
-  }, Math.min(idleMs, 60_000));
+  const sweep = setInterval(() => { closeIdle(sessions, idleMs, log); stateless.closeIdle(idleMs); }, Math.min(idleMs, 60_000));
   sweep.unref();
 
   return {
@@ -165,10 +140,8 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
     sessions: () => sessions.size,
     async close() {
       clearInterval(sweep);
-      await modern.close();
       await Promise.all([...sessions.values()].map((s) => s.transport.close()));
-      await Promise.all([...agents.values()].map((a) => a.mcp.stop().catch(() => undefined)));
-      agents.clear();
+      await stateless.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
@@ -191,6 +164,55 @@ function refuseRequest(base: string, res: http.ServerResponse, status: number, e
   }
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: description, data: { error, hint } }, id: null }));
+}
+
+/**
+ * The 2026-07-28 requests: each served by the 2.x line's handler from a server of its token's agent,
+ * made for that request; the agent behind a token kept while heard from.
+ */
+function statelessRequests(options: McpHttpOptions, log: Logger) {
+  const agents = new Map<string, Stateless>();
+  const handler = createMcpHandler((ctx) => {
+    const known = agents.get(ctx.authInfo?.token ?? '');
+    if (!known) throw new Error('a 2026-07-28 request reached the handler without its agent');
+    return known.mcp.modern();
+  }, { legacy: 'reject', onerror: (err) => log.debug({ err }, 'a 2026-07-28 request over HTTP was refused') });
+
+  /** The agent of this token, opened on its first request (and said, as a session's host is). */
+  const agentOf = async (token: string, body: unknown): Promise<Stateless | string> => {
+    const known = agents.get(token);
+    if (known) return known;
+    const opened = await openAgent(options, token);
+    if (typeof opened === 'string') return opened;
+    // Two first requests at once: the later keeps the agent the earlier made.
+    const kept = agents.get(token) ?? { mcp: opened, heardAt: Date.now() };
+    if (kept.mcp !== opened) void opened.stop().catch(() => undefined);
+    agents.set(token, kept);
+    const meta = (body as { params?: { _meta?: Record<string, unknown> } } | undefined)?.params?._meta ?? {};
+    log.info({ agent: kept.mcp.agentId, host: meta['io.modelcontextprotocol/clientInfo'], protocol: meta['io.modelcontextprotocol/protocolVersion'], capabilities: meta['io.modelcontextprotocol/clientCapabilities'] }, 'host connected');
+    return kept;
+  };
+
+  return {
+    async serve(request: Request, body: unknown, token: string, res: http.ServerResponse, refuse: (res: http.ServerResponse, status: number, error: string, description: string, hint?: string) => void): Promise<void> {
+      const known = await agentOf(token, body);
+      if (typeof known === 'string') return refuse(res, 401, 'invalid_token', known, 'Use a live agent token: baton agent create <id>, or baton agent token <id> for a new one.');
+      known.heardAt = Date.now();
+      return send(res, await handler.fetch(request, { authInfo: { token, clientId: known.mcp.agentId, scopes: [] }, parsedBody: body }));
+    },
+    closeIdle(idleMs: number): void {
+      for (const [token, known] of agents) {
+        if (Date.now() - known.heardAt < idleMs) continue;
+        agents.delete(token);
+        void known.mcp.stop().catch((err: unknown) => log.warn({ err }, 'could not stop an idle agent'));
+      }
+    },
+    async close(): Promise<void> {
+      await handler.close();
+      await Promise.all([...agents.values()].map((a) => a.mcp.stop().catch(() => undefined)));
+      agents.clear();
+    },
+  };
 }
 
 /** The agent of this token, started (alive, listening), or why the database refuses the token. */

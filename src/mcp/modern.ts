@@ -82,6 +82,8 @@ function handleOf(agent: McpAgent, task: Task) {
 export interface ModernOptions {
   version: string;
   instructions: string;
+  /** Offer resource subscriptions (subscriptions/listen): where the server outlives a request (stdio). */
+  subscribe?: boolean;
 }
 
 export type ModernMcp = McpServer;
@@ -91,7 +93,7 @@ export function createModernMcp(agent: McpAgent, options: ModernOptions): Modern
   const server = new McpServer(
     { name: 'baton', title: `Baton (agent ${agent.client.agentId})`, version: options.version },
     {
-      capabilities: { tools: {}, resources: {}, prompts: {}, extensions: { [TASKS_EXTENSION]: {} } },
+      capabilities: { tools: {}, resources: options.subscribe ? { subscribe: true } : {}, prompts: {}, extensions: { [TASKS_EXTENSION]: {} } },
       instructions: options.instructions,
     },
   );

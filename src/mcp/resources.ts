@@ -99,6 +99,20 @@ export function registerReadables(host: ResourceHost, agent: McpAgent, template:
 
 /** Subscriptions: what is subscribed is read again when work is pushed (or on a slow poll), and the host told when it changed. */
 function subscriptions(server: McpServer, agent: McpAgent): Subscriptions {
+  const watched = watchResources(agent, (uri) => server.server.sendResourceUpdated({ uri }));
+  server.server.setRequestHandler(SubscribeRequestSchema, async ({ params }) => {
+    await watched.add(params.uri);
+    return {};
+  });
+  server.server.setRequestHandler(UnsubscribeRequestSchema, async ({ params }) => {
+    watched.delete(params.uri);
+    return {};
+  });
+  return watched;
+}
+
+/** Resources watched for a host: each read again on `check`, and `notify` told of those whose content changed. */
+export function watchResources(agent: McpAgent, notify: (uri: string) => Promise<void>): Subscriptions & { add(uri: string): Promise<void>; delete(uri: string): void } {
   const subscribed = new Map<string, string | undefined>(); // uri → digest of what it last read
   const digest = (value: unknown) => crypto.createHash('sha256').update(JSON.stringify(value)).digest('hex');
   const check = rerunning(async () => {
@@ -107,21 +121,17 @@ function subscriptions(server: McpServer, agent: McpAgent): Subscriptions {
         const now = digest(await readFor(agent, uri));
         if (subscribed.has(uri) && now !== before) {
           subscribed.set(uri, now);
-          await server.server.sendResourceUpdated({ uri });
+          await notify(uri);
         }
       } catch (err) {
         agent.log.warn({ err, uri }, 'could not re-read a subscribed resource');
       }
     }
   });
-  server.server.setRequestHandler(SubscribeRequestSchema, async ({ params }) => {
-    subscribed.set(params.uri, digest(await readFor(agent, params.uri)));
-    return {};
-  });
-  server.server.setRequestHandler(UnsubscribeRequestSchema, async ({ params }) => {
-    subscribed.delete(params.uri);
-    return {};
-  });
-
-  return { check, get size() { return subscribed.size; } };
+  return {
+    check,
+    get size() { return subscribed.size; },
+    async add(uri) { subscribed.set(uri, digest(await readFor(agent, uri))); },
+    delete(uri) { subscribed.delete(uri); },
+  };
 }

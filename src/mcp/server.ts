@@ -12,7 +12,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { agentTopics, PushListener } from '../agent/push.js';
 import type { BatonClient } from '../client/agent.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { registerResources } from './resources.js';
+import { INBOX_URI, registerResources, TASKS_URI, watchResources, type Subscriptions } from './resources.js';
 import { McpAgent } from './shared.js';
 import { BatonTaskStore, TaskWakeups, toMcpTask, WakingMessageQueue } from './tasks.js';
 import { registerTools } from './tools.js';
@@ -40,8 +40,14 @@ export interface BatonMcp {
   agentId: string;
   /** The 2025 eras' server (SDK 1.x, with 2025-11-25's tasks). */
   server: McpServer;
-  /** A 2026-07-28 server acting as the same agent (SDK 2.x): one per stdio connection, or per HTTP request. */
+  /** A 2026-07-28 server acting as the same agent (SDK 2.x), for one HTTP request. */
   modern(): ModernMcp;
+  /**
+   * A 2026-07-28 server for a stdio connection: its inbox and open tasks watched as the 2025 eras'
+   * subscriptions are, each change sent as `notifications/resources/updated` (on the host's
+   * subscriptions/listen stream, which the SDK keeps).
+   */
+  watchedModern(): ModernMcp;
   /** Starts listening and beating; call once the transport is connected. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -50,55 +56,28 @@ export interface BatonMcp {
 export function createBatonMcp(client: BatonClient, options: McpOptions): BatonMcp {
   const log = options.log ?? silentLogger;
   const agent = new McpAgent(client, log, options.allowPaths ?? true);
-  const taskStore = new BatonTaskStore(agent);
-  const wakeups = new TaskWakeups((task, why) => (why ? log.debug({ task, why }, 'tasks/result looks again') : log.debug({ task }, 'tasks/result waits for a change')));
-  const server = new McpServer(
-    { name: 'baton', title: `Baton (agent ${client.agentId})`, version: options.version },
-    {
-      capabilities: {
-        resources: { subscribe: true, listChanged: true }, tools: {}, prompts: {}, logging: {},
-        // Hand-offs as MCP tasks, kept in Baton's database (tasks.ts).
-        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
-      },
-      taskStore,
-      taskMessageQueue: new WakingMessageQueue(wakeups),
-      instructions: instructionsFor(client.agentId),
-    },
-  );
-
-  taskStore.server = server.server;
-  logHost(server, log);
-  // The MCP tasks this server has handed out or been asked about: their changes of status go to the
-  // host as they are pushed.
-  const tracked = new Set<string>();
-  taskStore.onRead = (id) => tracked.add(id);
-  taskStore.onChange = (id) => wakeups.wake(id, 'answered here');
-  wakeTaskResults(server, wakeups);
-  registerTools(server, agent, tracked);
-  guardTaskCalls(server);
-  const subscribed = registerResources(server, agent);
-  const check = () => subscribed.check();
-  const tell = async (pushed: Array<{ id: string }>) => {
-    const ours = pushed.map((t) => t.id).filter((id) => tracked.has(id));
-    if (!ours.length) return;
-    for (const id of ours) wakeups.wake(id, 'pushed');
-    for (const task of await client.getTasks(ours)) {
-      await server.server.notification({ method: 'notifications/tasks/status', params: toMcpTask(task) });
-    }
-  };
+  const { server, subscribed, tell } = legacyServer(agent, options.version, log);
+  const watchers: Subscriptions[] = [subscribed];
+  const check = async () => { await Promise.all(watchers.map((w) => w.check())); };
 
   let push: PushListener | undefined;
   let poll: NodeJS.Timeout | undefined;
   let beat: NodeJS.Timeout | undefined;
   const pollEvery = (seconds: number) => {
     clearInterval(poll);
-    poll = setInterval(() => { if (subscribed.size) void check(); }, seconds * 1000);
+    poll = setInterval(() => { if (watchers.some((w) => w.size)) void check(); }, seconds * 1000);
   };
 
   return {
     agentId: client.agentId,
     server,
     modern: () => createModernMcp(agent, { version: options.version, instructions: instructionsFor(client.agentId) }),
+    watchedModern() {
+      const modern = createModernMcp(agent, { version: options.version, instructions: instructionsFor(client.agentId), subscribe: true });
+      const watched = watchResources(agent, (uri) => modern.server.sendResourceUpdated({ uri }).catch((err: unknown) => log.debug({ err, uri }, 'no stream to tell of a change')));
+      void Promise.all([watched.add(INBOX_URI), watched.add(TASKS_URI)]).then(() => watchers.push(watched), (err: unknown) => log.warn({ err }, 'could not read the inbox and tasks to watch'));
+      return modern;
+    },
     async start() {
       const me = await client.heartbeat('working through MCP');
       const beatEvery = (options.beatSeconds ?? 60) * 1000;
@@ -126,6 +105,49 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
   };
 }
 
+/**
+ * The 2025 eras' server (SDK 1.x): the tools, the resources with their subscriptions, and 2025-11-25's
+ * tasks over Baton's own; `tell` says to the host the pushed changes of the tasks it follows.
+ */
+function legacyServer(agent: McpAgent, version: string, log: Logger) {
+  const { client } = agent;
+  const taskStore = new BatonTaskStore(agent);
+  const wakeups = new TaskWakeups((task, why) => (why ? log.debug({ task, why }, 'tasks/result looks again') : log.debug({ task }, 'tasks/result waits for a change')));
+  const server = new McpServer(
+    { name: 'baton', title: `Baton (agent ${client.agentId})`, version },
+    {
+      capabilities: {
+        resources: { subscribe: true, listChanged: true }, tools: {}, prompts: {}, logging: {},
+        // Hand-offs as MCP tasks, kept in Baton's database (tasks.ts).
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
+      taskStore,
+      taskMessageQueue: new WakingMessageQueue(wakeups),
+      instructions: instructionsFor(client.agentId),
+    },
+  );
+
+  taskStore.server = server.server;
+  logHost(server, log);
+  // The MCP tasks this server has handed out or been asked about: their changes of status go to the
+  // host as they are pushed.
+  const tracked = new Set<string>();
+  taskStore.onRead = (id) => tracked.add(id);
+  taskStore.onChange = (id) => wakeups.wake(id, 'answered here');
+  wakeTaskResults(server, wakeups);
+  registerTools(server, agent, tracked);
+  guardTaskCalls(server);
+  const subscribed = registerResources(server, agent);
+  const tell = async (pushed: Array<{ id: string }>) => {
+    const ours = pushed.map((t) => t.id).filter((id) => tracked.has(id));
+    if (!ours.length) return;
+    for (const id of ours) wakeups.wake(id, 'pushed');
+    for (const task of await client.getTasks(ours)) {
+      await server.server.notification({ method: 'notifications/tasks/status', params: toMcpTask(task) });
+    }
+  };
+  return { server, subscribed, tell };
+}
 
 /** What the server tells the host's model of itself, in either era. */
 const instructionsFor = (agentId: string) => `You act as the Baton agent "${agentId}". Baton passes work between agents: tasks are handed off, `
