@@ -147,6 +147,26 @@ describe('baton mcp over Streamable HTTP', () => {
     expect(client.getServerCapabilities()?.extensions).toMatchObject({ 'io.modelcontextprotocol/tasks': {} });
     expect(text(await client.callTool({ name: 'status', arguments: {} }))).toContain(lead.id);
 
+    // A listen stream over HTTP hears of the lead's inbox only: another agent's work is not its news.
+    const updated: string[] = [];
+    client.setNotificationHandler('notifications/resources/updated', async (n) => { updated.push(String(n.params.uri)); });
+    const listening = await client.listen({ resourceSubscriptions: ['baton://inbox'] });
+    // Another agent listening on the same server, for the same URI: the lead's news is not told to it.
+    const bystander = await newAgent('http-modern-bystander');
+    const other = new ModernClient({ name: 'baton-http-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await other.connect(new ModernTransport(new URL(endpoint), { requestInit: { headers: { Authorization: `Bearer ${bystander.token}` } } }));
+    clients.push(other as unknown as Client);
+    const toldOther: string[] = [];
+    other.setNotificationHandler('notifications/resources/updated', async (n) => { toldOther.push(String(n.params.uri)); });
+    const otherListening = await other.listen({ resourceSubscriptions: ['baton://inbox'] });
+    await worker.client.handoff({ to: lead.id, title: 'for the lead' });
+    await eventually(async () => updated.includes('baton://inbox'), 30_000, 'the lead told that its inbox changed');
+    expect(toldOther).toEqual([]);
+    await otherListening.close();
+    const inbox = await client.readResource({ uri: 'baton://inbox' });
+    expect(String((inbox.contents[0] as { text: string }).text)).toContain('for the lead');
+    await listening.close();
+
     // A wrong token and an expired one: 401 before anything is served, as in the 2025 eras.
     for (const token of ['not-a-token', await admin.issueToken(lead.id, new Date(Date.now() - 60_000))]) {
       const refused = new ModernClient({ name: 'baton-http-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });

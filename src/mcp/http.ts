@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import { createMcpHandler, isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { decodeJwt } from 'jose';
 import { createBatonClient, type BatonClient } from '../client/agent.js';
@@ -58,10 +58,22 @@ interface Session {
   heardAt: number;
 }
 
-/** The agent behind a token, for its stateless 2026-07-28 requests. */
+/** The agent behind a token, for its stateless 2026-07-28 requests, with the handler that serves them. */
 interface Stateless {
   mcp: BatonMcp;
   heardAt: number;
+  handler: McpHttpHandler;
+}
+
+/**
+ * The 2.x line's handler for one agent's 2026-07-28 requests: a server of the agent made for each, and
+ * the agent's inbox and tasks watched for its subscriptions/listen streams. One per agent, so what
+ * changed for one agent reaches only its own listeners (every agent's inbox is baton://inbox).
+ */
+function handlerOf(mcp: BatonMcp, log: Logger): McpHttpHandler {
+  const handler = createMcpHandler(() => mcp.modern(), { legacy: 'reject', onerror: (err) => log.debug({ err }, 'a 2026-07-28 request over HTTP was refused') });
+  mcp.watch(async (uri) => { handler.notify.resourceUpdated(uri); });
+  return handler;
 }
 
 
@@ -172,11 +184,6 @@ function refuseRequest(base: string, res: http.ServerResponse, status: number, e
  */
 function statelessRequests(options: McpHttpOptions, log: Logger) {
   const agents = new Map<string, Stateless>();
-  const handler = createMcpHandler((ctx) => {
-    const known = agents.get(ctx.authInfo?.token ?? '');
-    if (!known) throw new Error('a 2026-07-28 request reached the handler without its agent');
-    return known.mcp.modern();
-  }, { legacy: 'reject', onerror: (err) => log.debug({ err }, 'a 2026-07-28 request over HTTP was refused') });
 
   /** The agent of this token, opened on its first request (and said, as a session's host is). */
   const agentOf = async (token: string, body: unknown): Promise<Stateless | string> => {
@@ -185,7 +192,7 @@ function statelessRequests(options: McpHttpOptions, log: Logger) {
     const opened = await openAgent(options, token);
     if (typeof opened === 'string') return opened;
     // Two first requests at once: the later keeps the agent the earlier made.
-    const kept = agents.get(token) ?? { mcp: opened, heardAt: Date.now() };
+    const kept = agents.get(token) ?? { mcp: opened, heardAt: Date.now(), handler: handlerOf(opened, log) };
     if (kept.mcp !== opened) void opened.stop().catch(() => undefined);
     agents.set(token, kept);
     const meta = (body as { params?: { _meta?: Record<string, unknown> } } | undefined)?.params?._meta ?? {};
@@ -198,18 +205,17 @@ function statelessRequests(options: McpHttpOptions, log: Logger) {
       const known = await agentOf(token, body);
       if (typeof known === 'string') return refuse(res, 401, 'invalid_token', known, 'Use a live agent token: baton agent create <id>, or baton agent token <id> for a new one.');
       known.heardAt = Date.now();
-      return send(res, await handler.fetch(request, { authInfo: { token, clientId: known.mcp.agentId, scopes: [] }, parsedBody: body }));
+      return send(res, await known.handler.fetch(request, { authInfo: { token, clientId: known.mcp.agentId, scopes: [] }, parsedBody: body }));
     },
     closeIdle(idleMs: number): void {
       for (const [token, known] of agents) {
         if (Date.now() - known.heardAt < idleMs) continue;
         agents.delete(token);
-        void known.mcp.stop().catch((err: unknown) => log.warn({ err }, 'could not stop an idle agent'));
+        void known.handler.close().then(() => known.mcp.stop()).catch((err: unknown) => log.warn({ err }, 'could not stop an idle agent'));
       }
     },
     async close(): Promise<void> {
-      await handler.close();
-      await Promise.all([...agents.values()].map((a) => a.mcp.stop().catch(() => undefined)));
+      await Promise.all([...agents.values()].map((a) => a.handler.close().then(() => a.mcp.stop()).catch(() => undefined)));
       agents.clear();
     },
   };

@@ -82,8 +82,6 @@ function handleOf(agent: McpAgent, task: Task) {
 export interface ModernOptions {
   version: string;
   instructions: string;
-  /** Offer resource subscriptions (subscriptions/listen): where the server outlives a request (stdio). */
-  subscribe?: boolean;
 }
 
 export type ModernMcp = McpServer;
@@ -93,7 +91,8 @@ export function createModernMcp(agent: McpAgent, options: ModernOptions): Modern
   const server = new McpServer(
     { name: 'baton', title: `Baton (agent ${agent.client.agentId})`, version: options.version },
     {
-      capabilities: { tools: {}, resources: options.subscribe ? { subscribe: true } : {}, prompts: {}, extensions: { [TASKS_EXTENSION]: {} } },
+      // Resource subscriptions are subscriptions/listen streams, which the SDK keeps (the watching: server.ts).
+      capabilities: { tools: {}, resources: { subscribe: true }, prompts: {}, extensions: { [TASKS_EXTENSION]: {} } },
       instructions: options.instructions,
     },
   );

@@ -40,14 +40,14 @@ export interface BatonMcp {
   agentId: string;
   /** The 2025 eras' server (SDK 1.x, with 2025-11-25's tasks). */
   server: McpServer;
-  /** A 2026-07-28 server acting as the same agent (SDK 2.x), for one HTTP request. */
+  /** A 2026-07-28 server acting as the same agent (SDK 2.x): one per stdio connection, or per HTTP request. It offers subscriptions. */
   modern(): ModernMcp;
   /**
-   * A 2026-07-28 server for a stdio connection: its inbox and open tasks watched as the 2025 eras'
-   * subscriptions are, each change sent as `notifications/resources/updated` (on the host's
-   * subscriptions/listen stream, which the SDK keeps).
+   * Watches the agent's inbox and open tasks as the 2025 eras' subscriptions are watched, and tells
+   * `notify` of each that changed: for 2026-07-28's subscriptions/listen streams, which the SDK keeps
+   * (on stdio the connection's server, over HTTP the agent's handler).
    */
-  watchedModern(): ModernMcp;
+  watch(notify: (uri: string) => Promise<void>): void;
   /** Starts listening and beating; call once the transport is connected. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -72,11 +72,9 @@ export function createBatonMcp(client: BatonClient, options: McpOptions): BatonM
     agentId: client.agentId,
     server,
     modern: () => createModernMcp(agent, { version: options.version, instructions: instructionsFor(client.agentId) }),
-    watchedModern() {
-      const modern = createModernMcp(agent, { version: options.version, instructions: instructionsFor(client.agentId), subscribe: true });
-      const watched = watchResources(agent, (uri) => modern.server.sendResourceUpdated({ uri }).catch((err: unknown) => log.debug({ err, uri }, 'no stream to tell of a change')));
+    watch(notify) {
+      const watched = watchResources(agent, (uri) => notify(uri).catch((err: unknown) => log.debug({ err, uri }, 'no stream to tell of a change')));
       void Promise.all([watched.add(INBOX_URI), watched.add(TASKS_URI)]).then(() => watchers.push(watched), (err: unknown) => log.warn({ err }, 'could not read the inbox and tasks to watch'));
-      return modern;
     },
     async start() {
       const me = await client.heartbeat('working through MCP');

@@ -87,7 +87,12 @@ export async function serveBatonStdio(mcp: BatonMcp, log: Logger): Promise<{ clo
         // As the 2025 eras' handshake says it: the host, its protocol and its capabilities, from the first request's _meta.
         const meta = message.params?._meta ?? {};
         log.info({ host: meta[CLIENT], protocol: claimOf(message), capabilities: meta[CAPABILITIES], first: message.method }, 'host connected');
-        modern = serveStdio(() => mcp.watchedModern(), { legacy: 'reject', transport: relay, onerror: (err) => log.warn({ err }, 'MCP over stdio') });
+        modern = serveStdio(() => {
+          const server = mcp.modern();
+          // The connection's one server sends what changed on the host's subscriptions/listen stream.
+          mcp.watch((uri) => server.server.sendResourceUpdated({ uri }));
+          return server;
+        }, { legacy: 'reject', transport: relay, onerror: (err) => log.warn({ err }, 'MCP over stdio') });
       }
     }
     // The agent is heard from before any request but the probe is answered.
