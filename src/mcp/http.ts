@@ -116,9 +116,9 @@ export async function serveMcpHttp(options: McpHttpOptions): Promise<McpHttpServ
     }
     const body = req.method === 'POST' ? await readJson(req, maxBody).catch((err: Error) => err) : undefined;
     if (body instanceof Error) return refuse(res, 400, 'invalid_request', body.message);
-    if (req.method === 'POST' && sessionId === undefined && !(await isLegacyRequest(webRequest(req, base, body), body))) {
-      return stateless.serve(webRequest(req, base, body), body, token, res, refuse);
-    }
+    const web = req.method === 'POST' && sessionId === undefined ? webRequest(req, base, body) : undefined;
+    // The SDK's routing reads the parsed body, not the request's (a clone keeps it for the handler either way).
+    if (web && !(await isLegacyRequest(web.clone(), body))) return stateless.serve(web, body, token, res, refuse);
     if (!session) {
       const initializing = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
       if (!initializing) return refuse(res, 400, 'invalid_request', 'no session: a request without Mcp-Session-Id must be initialize', 'Initialize first, then send the session id it returns.');

@@ -26,7 +26,7 @@ import { BatonError } from '../errors.js';
 import { finalStatuses, type Task } from '../schemas.js';
 import { registerReadables } from './resources.js';
 import { logRefusal, refusal, type McpAgent } from './shared.js';
-import { openQuestion, resultOf, statusLine, TASK_POLL_MS } from './tasks.js';
+import { openQuestion, resultOf, TASK_POLL_MS, toMcpTask } from './tasks.js';
 import { batonTools, callPlainly, traced, waitForTask, waitSecondsOf, type Tool } from './tools.js';
 
 export const MODERN_PROTOCOL = '2026-07-28';
@@ -56,27 +56,13 @@ const extensionStatus: Record<Task['status'], 'working' | 'input_required' | 'co
 /** The key of a question among a task's input requests: its message's id, unique over the task's life. */
 const questionKey = (messageId: string) => `question-${messageId}`;
 
-/** Answers the host gave that Baton refused, per agent and task: said in the task's status message. */
-const refusedAnswers = new WeakMap<McpAgent, Map<string, string>>();
-const refusedOf = (agent: McpAgent) => {
-  let refused = refusedAnswers.get(agent);
-  if (!refused) refusedAnswers.set(agent, refused = new Map());
-  return refused;
-};
-
-/** The extension's task for a Baton task: its handle, without its outcome. */
+/**
+ * The extension's task for a Baton task: its handle, without its outcome. The 2025-11-25 task's fields
+ * (tasks.ts) under the extension's names (ttlMs, pollIntervalMs), with the extension's status.
+ */
 function handleOf(agent: McpAgent, task: Task) {
-  const said = statusLine(task, refusedOf(agent).get(task.id));
-  return {
-    taskId: task.id,
-    status: extensionStatus[task.status],
-    ...(said ? { statusMessage: said } : {}),
-    createdAt: task.created_at,
-    lastUpdatedAt: task.updated_at,
-    // Kept as Baton keeps finished tasks (baton_settings.keep_finished), not for a time the host picks.
-    ttlMs: null,
-    pollIntervalMs: TASK_POLL_MS,
-  };
+  const { ttl, pollInterval, ...common } = toMcpTask(task, agent.refusedAnswers.get(task.id));
+  return { ...common, status: extensionStatus[task.status], ttlMs: ttl, pollIntervalMs: pollInterval ?? TASK_POLL_MS };
 }
 
 export interface ModernOptions {
@@ -189,10 +175,10 @@ async function takeAnswers(agent: McpAgent, task: Task, responses: Record<string
   if (!given.success) return;
   try {
     await agent.client.answer(task.id, given.data.content.answer);
-    refusedOf(agent).delete(task.id);
+    agent.refusedAnswers.delete(task.id);
   } catch (err) {
     if (!(err instanceof BatonError)) throw err;
-    refusedOf(agent).set(task.id, `your answer "${given.data.content.answer}" was not taken: ${err.message}`);
+    agent.refusedAnswers.set(task.id, `your answer "${given.data.content.answer}" was not taken: ${err.message}`);
     agent.log.info({ err, task: task.id }, 'Baton refused the host\'s answer');
   }
 }

@@ -62,6 +62,8 @@ export const ArtifactGiven = z.object({
 /** The agent the server acts as: its client, and the claim tokens of the tasks it holds. */
 export class McpAgent {
   private readonly claims = new Map<string, string>();
+  /** Answers a host gave that Baton refused, by task: said in the task's MCP status message, in either era. */
+  readonly refusedAnswers = new Map<string, string>();
 
   constructor(readonly client: BatonClient, readonly log: Logger, readonly allowPaths: boolean) {}
 

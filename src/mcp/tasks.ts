@@ -36,8 +36,8 @@ const mcpStatus: Record<Task['status'], McpTask['status']> = {
   completed: 'completed', failed: 'failed', rejected: 'failed', cancelled: 'cancelled',
 };
 
-/** What a task's MCP status message says, in either era: where it stands, and what the host should know (an answer not taken). */
-export function statusLine(task: Task, note?: string): string | undefined {
+/** What a task's MCP status message says: where it stands, and what the host should know (an answer not taken). */
+function statusLine(task: Task, note?: string): string | undefined {
   const status = task.status === 'input_required' ? 'waiting for your answer'
     : task.status_reason ?? task.progress_message ?? undefined;
   return [status, note].filter(Boolean).join('; ') || undefined;
@@ -98,8 +98,6 @@ export class BatonTaskStore implements TaskStore {
   private readonly asked = new Set<string>();
   /** The version of each task (its updated_at) whose thread was last read for a question. */
   private readonly looked = new Map<string, string>();
-  /** Answers the host gave that Baton refused, by task: said in the task's status message. */
-  private readonly refused = new Map<string, string>();
   server?: Server;
   /** Told of every task a host reads through the store, so that its changes can be told to the host. */
   onRead?: (taskId: string) => void;
@@ -122,7 +120,7 @@ export class BatonTaskStore implements TaskStore {
     if (!task) return null;
     this.onRead?.(task.id);
     if (task.status === 'input_required') void this.putQuestion(task).catch((err: unknown) => this.agent.log.warn({ err, task: task.id }, 'could not put the question to the host'));
-    return toMcpTask(task, this.refused.get(task.id));
+    return toMcpTask(task, this.agent.refusedAnswers.get(task.id));
   }
 
   async getTaskResult(taskId: string): Promise<CallToolResult> {
@@ -148,7 +146,7 @@ export class BatonTaskStore implements TaskStore {
     if (!Number.isInteger(offset) || offset < 0) throw new Error(`"${cursor}" is not a cursor this server gave`);
     const page = 50;
     const tasks = await this.agent.client.listTasks({ box: 'sent', limit: page + 1, offset });
-    return { tasks: tasks.slice(0, page).map((t) => toMcpTask(t, this.refused.get(t.id))), ...(tasks.length > page ? { nextCursor: String(offset + page) } : {}) };
+    return { tasks: tasks.slice(0, page).map((t) => toMcpTask(t, this.agent.refusedAnswers.get(t.id))), ...(tasks.length > page ? { nextCursor: String(offset + page) } : {}) };
   }
 
   /** The task if the agent sent it; an id that is not one of Baton's names no task either. */
@@ -174,12 +172,12 @@ export class BatonTaskStore implements TaskStore {
     if (reply.action === 'accept' && typeof reply.content?.answer === 'string') {
       try {
         await this.agent.client.answer(task.id, reply.content.answer);
-        this.refused.delete(task.id);
+        this.agent.refusedAnswers.delete(task.id);
         this.onChange?.(task.id);
       } catch (err) {
         // Said to whoever gave it: the host's log, and the task's status message from now on.
         const why = `your answer "${reply.content.answer}" was not taken: ${(err as Error).message}`;
-        this.refused.set(task.id, why);
+        this.agent.refusedAnswers.set(task.id, why);
         this.agent.log.info({ err, task: task.id }, 'Baton refused the host\'s answer');
         await this.server.sendLoggingMessage({ level: 'warning', logger: 'baton', data: { taskId: task.id, message: why } }).catch(() => undefined);
         this.onChange?.(task.id);
